@@ -29,7 +29,7 @@ TARBALL_SHA256=0901da33844a331bf8b3602b9c1fbd178e60b737c8e3ade678255bd090c9b9f1
 DOWNLOAD_CACHE=${QEMU_STRIPE_DOWNLOAD_CACHE:-/var/cache/qemu-stripe}
 
 DEFAULT_TARGETS=(qemu-img qemu-io qemu-nbd storage-daemon/qemu-storage-daemon
-                 qemu-system-x86_64)
+                 qemu-system-x86_64 tests/qtest/qos-test)
 
 die() {
     echo "build-qemu: error: $*" >&2
@@ -201,10 +201,22 @@ configure() {
     echo "${args[*]}" > "$OBJ/.qemu-stripe-configured"
 }
 
+# The +ds tarball has no firmware: a QEMU run from the build tree looks in
+# its qemu-bundle, where we link Debian's SeaBIOS and iPXE images.
+link_firmware() {
+    local f dir="$OBJ/qemu-bundle/usr/local/share/qemu"
+    mkdir -p "$dir"
+    for f in /usr/share/seabios/*.bin /usr/lib/ipxe/qemu/*.rom; do
+        [ -e "$f" ] || continue
+        link "$f" "$dir/$(basename "$f")"
+    done
+}
+
 fetch_tarball
 prepare_tree
 link_sources
 configure
+link_firmware
 log "building ${TARGETS[*]}"
 if ! ninja -C "$OBJ" "${TARGETS[@]}" > "$BUILD_DIR/ninja.log" 2>&1; then
     grep -v '^\[[0-9]*/[0-9]*\] ' "$BUILD_DIR/ninja.log" | tail -80 >&2

@@ -1,0 +1,454 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Block driver "stripe": formatting nodes into a new striped disk
+ * (qemu-img create, QMP blockdev-create), and the stripe: filename syntax.
+ *
+ *   stripe:F0|F1|...|Fn-1   nodes given by filename or URL, in stripe
+ *                           order (one node: "stripe:F0|")
+ *   stripe:PREFIX           local files PREFIX.0, PREFIX.1, ...
+ *
+ * Nothing is written to any node until every node has been checked: a node
+ * that carries the header of a stripe image is only overwritten with
+ * force=on.
+ */
+
+#include "qemu/osdep.h"
+#include "block/block_int.h"
+#include "block/qdict.h"
+#include "qapi/error.h"
+#include "qapi/qapi-visit-block-core.h"
+#include "qobject/qdict.h"
+#include "qemu/cutils.h"
+#include "qemu/option.h"
+#include "qemu/uuid.h"
+#include "system/block-backend.h"
+#include "stripe.h"
+#include "trace.h"
+
+#define STRIPE_OPT_UNIT         "stripe-unit"
+#define STRIPE_OPT_NODE_COUNT   "node-count"
+#define STRIPE_OPT_FORCE        "force"
+#define STRIPE_DEFAULT_PREFIX_NODES 4
+
+QemuOptsList stripe_create_opts = {
+    .name = "stripe-create-opts",
+    .head = QTAILQ_HEAD_INITIALIZER(stripe_create_opts.head),
+    .desc = {
+        {
+            .name = BLOCK_OPT_SIZE,
+            .type = QEMU_OPT_SIZE,
+            .help = "Virtual disk size"
+        },
+        {
+            .name = STRIPE_OPT_UNIT,
+            .type = QEMU_OPT_SIZE,
+            .help = "Bytes per stripe unit: a power of two from 512 bytes "
+                    "to 64 MiB (default 256 KiB)"
+        },
+        {
+            .name = STRIPE_OPT_NODE_COUNT,
+            .type = QEMU_OPT_NUMBER,
+            .help = "Number of node files PREFIX.0, PREFIX.1, ... for a "
+                    "stripe:PREFIX filename (default 4)"
+        },
+        {
+            .name = STRIPE_OPT_FORCE,
+            .type = QEMU_OPT_BOOL,
+            .help = "Format nodes that carry the header of another stripe "
+                    "image, destroying it (default off)"
+        },
+        { /* end of list */ }
+    }
+};
+
+/* Check one node before anything is written; fills *needs_grow. */
+static int coroutine_fn GRAPH_UNLOCKED
+stripe_check_node(BlockBackend *blk, uint32_t pos, const char *name,
+                  uint64_t needed, uint64_t stripe_unit, bool force,
+                  bool *needs_grow, Error **errp)
+{
+    BlockDriverState *bs = blk_bs(blk);
+    uint8_t buf[STRIPE_HEADER_SIZE];
+    StripeHeader h;
+    int64_t len;
+    int ret;
+
+    if (stripe_unit % bs->bl.request_alignment) {
+        error_setg(errp, "stripe: stripe-unit %" PRIu64 " is not a multiple "
+                   "of node %u's (%s) request alignment %" PRIu32,
+                   stripe_unit, pos, name, bs->bl.request_alignment);
+        return -EINVAL;
+    }
+    len = blk_co_getlength(blk);
+    if (len < 0) {
+        error_setg_errno(errp, -len, "stripe: cannot get the length of node "
+                         "%u (%s)", pos, name);
+        return len;
+    }
+    if (len >= STRIPE_HEADER_SIZE) {
+        ret = blk_co_pread(blk, 0, sizeof(buf), buf, 0);
+        if (ret < 0) {
+            error_setg_errno(errp, -ret, "stripe: cannot read node %u (%s)",
+                             pos, name);
+            return ret;
+        }
+        switch (stripe_header_decode(buf, sizeof(buf), &h, NULL)) {
+        case STRIPE_HEADER_BLANK:
+        case STRIPE_HEADER_FOREIGN:
+            break;
+        case STRIPE_HEADER_OK:
+            if (!force) {
+                char uuid[37];
+
+                stripe_uuid_unparse(h.uuid, uuid);
+                error_setg(errp, "stripe: node %u (%s) already belongs to "
+                           "stripe image %s (node index %u of %u); use "
+                           "force=on to format it anyway", pos, name,
+                           uuid, h.node_index, h.node_count);
+                return -EEXIST;
+            }
+            break;
+        default:
+            if (!force) {
+                error_setg(errp, "stripe: node %u (%s) carries a damaged or "
+                           "unsupported stripe header; use force=on to "
+                           "format it anyway", pos, name);
+                return -EEXIST;
+            }
+            break;
+        }
+    }
+    *needs_grow = (uint64_t)len < needed;
+    return 0;
+}
+
+/* How messages name a node: its filename, else its node name. */
+static const char *stripe_bs_name(BlockDriverState *bs)
+{
+    return bs->filename[0] ? bs->filename : bdrv_get_node_name(bs);
+}
+
+/*
+ * Format @count open nodes, in stripe order, as one new image.  @names
+ * (optional) is how the user named them.
+ */
+static int coroutine_fn GRAPH_UNLOCKED
+stripe_co_format(BlockDriverState **bss, const char *const *names,
+                 uint32_t count, uint64_t size, uint64_t stripe_unit,
+                 bool force, Error **errp)
+{
+    g_autofree BlockBackend **blks = g_new0(BlockBackend *, count);
+    g_autofree bool *grow = g_new0(bool, count);
+    g_autofree const char **desc = g_new0(const char *, count);
+    g_autofree char *msg = NULL;
+    StripeGeometry geo;
+    StripeHeader h;
+    QemuUUID uuid;
+    uint64_t needed;
+    uint32_t i, j;
+    int ret = 0;
+
+    msg = stripe_geometry_check(size, stripe_unit, count);
+    if (msg) {
+        error_setg(errp, "stripe: %s", msg);
+        return -EINVAL;
+    }
+    for (i = 0; i < count; i++) {
+        desc[i] = names ? names[i] : stripe_bs_name(bss[i]);
+    }
+    for (i = 0; i < count; i++) {
+        for (j = 0; j < i; j++) {
+            if (bss[i] == bss[j] || !strcmp(desc[i], desc[j])) {
+                error_setg(errp, "stripe: nodes %u and %u are the same node "
+                           "(%s)", j, i, desc[i]);
+                return -EINVAL;
+            }
+        }
+    }
+    stripe_geometry_init(&geo, size, stripe_unit,
+                         stripe_default_data_offset(stripe_unit), count);
+    needed = stripe_node_size_needed(&geo);
+    trace_stripe_create(count, size, stripe_unit);
+
+    for (i = 0; i < count; i++) {
+        blks[i] = blk_co_new_with_bs(bss[i], BLK_PERM_WRITE | BLK_PERM_RESIZE,
+                                     BLK_PERM_ALL, errp);
+        if (!blks[i]) {
+            ret = -EPERM;
+            goto out;
+        }
+        ret = stripe_check_node(blks[i], i, desc[i], needed,
+                                stripe_unit, force, &grow[i], errp);
+        if (ret < 0) {
+            goto out;
+        }
+    }
+
+    /* Every node passed: from here on nodes are written. */
+    for (i = 0; i < count; i++) {
+        if (grow[i]) {
+            ret = blk_co_truncate(blks[i], needed, false, PREALLOC_MODE_OFF,
+                                  0, NULL);
+            if (ret < 0) {
+                error_setg(errp, "stripe: node %u (%s) is too small for size "
+                           "%" PRIu64 " (it needs %" PRIu64 " bytes) and "
+                           "cannot grow", i, desc[i], size, needed);
+                goto out;
+            }
+        }
+    }
+
+    qemu_uuid_generate(&uuid);
+    for (i = 0; i < count; i++) {
+        uint8_t buf[STRIPE_HEADER_SIZE];
+
+        h = (StripeHeader) {
+            .version = STRIPE_VERSION,
+            .header_size = STRIPE_HEADER_SIZE,
+            .node_index = i,
+            .node_count = count,
+            .stripe_unit = stripe_unit,
+            .virtual_size = size,
+            .data_offset = geo.data_offset,
+            .generation = 1,
+        };
+        memcpy(h.uuid, uuid.data, sizeof(h.uuid));
+        stripe_header_encode(&h, buf);
+        ret = blk_co_pwrite(blks[i], 0, sizeof(buf), buf, 0);
+        if (ret == 0) {
+            ret = blk_co_flush(blks[i]);
+        }
+        if (ret < 0) {
+            error_setg_errno(errp, -ret, "stripe: cannot write the header of "
+                             "node %u (%s)", i, desc[i]);
+            goto out;
+        }
+    }
+    ret = 0;
+
+out:
+    for (i = 0; i < count; i++) {
+        if (blks[i]) {
+            blk_co_unref(blks[i]);
+        }
+    }
+    return ret;
+}
+
+int coroutine_fn GRAPH_UNLOCKED
+stripe_co_create(BlockdevCreateOptions *options, Error **errp)
+{
+    BlockdevCreateOptionsStripe *opts = &options->u.stripe;
+    g_autofree BlockDriverState **bss = NULL;
+    BlockdevRefList *l;
+    uint32_t count = 0, i;
+    int ret;
+
+    assert(options->driver == BLOCKDEV_DRIVER_STRIPE);
+    for (l = opts->nodes; l; l = l->next) {
+        count++;
+    }
+    if (count < 1 || count > STRIPE_MAX_NODES) {
+        error_setg(errp, "stripe: 'nodes' lists %u nodes, a stripe needs 1 "
+                   "to %d", count, STRIPE_MAX_NODES);
+        return -EINVAL;
+    }
+    bss = g_new0(BlockDriverState *, count);
+    for (l = opts->nodes, i = 0; l; l = l->next, i++) {
+        bss[i] = bdrv_co_open_blockdev_ref(l->value, errp);
+        if (!bss[i]) {
+            ret = -EIO;
+            goto out;
+        }
+    }
+    ret = stripe_co_format(bss, NULL, count, opts->size,
+                           opts->has_stripe_unit ? opts->stripe_unit :
+                           STRIPE_DEFAULT_UNIT,
+                           opts->has_force && opts->force, errp);
+out:
+    for (i = 0; i < count; i++) {
+        if (bss[i]) {
+            bdrv_co_unref(bss[i]);
+        }
+    }
+    return ret;
+}
+
+/*
+ * Split a stripe: filename into node filenames.  @prefix_count is the
+ * number of nodes of the PREFIX form; 0 means "as many PREFIX.i files as
+ * exist".
+ */
+static char **stripe_split_filename(const char *filename,
+                                    uint32_t prefix_count, Error **errp)
+{
+    g_autoptr(GPtrArray) names = g_ptr_array_new_with_free_func(g_free);
+    const char *spec;
+    uint32_t i;
+
+    if (!strstart(filename, "stripe:", &spec)) {
+        spec = filename;
+    }
+    if (strchr(spec, '|')) {
+        g_auto(GStrv) parts = g_strsplit(spec, "|", -1);
+
+        for (i = 0; parts[i]; i++) {
+            if (parts[i][0]) {
+                g_ptr_array_add(names, g_strdup(parts[i]));
+            }
+        }
+    } else if (spec[0]) {
+        for (i = 0; prefix_count ? i < prefix_count : true; i++) {
+            char *name = g_strdup_printf("%s.%u", spec, i);
+
+            if (!prefix_count && !g_file_test(name, G_FILE_TEST_EXISTS)) {
+                g_free(name);
+                break;
+            }
+            g_ptr_array_add(names, name);
+            if (names->len > STRIPE_MAX_NODES) {
+                break;
+            }
+        }
+    }
+    if (names->len < 1) {
+        error_setg(errp, "stripe: '%s' names no node (use stripe:F0|F1|... "
+                   "or stripe:PREFIX for files PREFIX.0, PREFIX.1, ...)",
+                   filename);
+        return NULL;
+    }
+    if (names->len > STRIPE_MAX_NODES) {
+        error_setg(errp, "stripe: '%s' names more than %d nodes", filename,
+                   STRIPE_MAX_NODES);
+        return NULL;
+    }
+    g_ptr_array_add(names, NULL);
+    return (char **)g_ptr_array_steal(names, NULL);
+}
+
+void stripe_parse_filename(const char *filename, QDict *options,
+                           Error **errp)
+{
+    g_auto(GStrv) names = NULL;
+    uint32_t i;
+
+    if (qdict_haskey(options, "nodes") ||
+        qdict_haskey(options, "nodes.0") ||
+        qdict_haskey(options, "nodes.0.filename") ||
+        qdict_haskey(options, "nodes.0.driver")) {
+        error_setg(errp, "stripe: a filename and the option 'nodes' cannot "
+                   "both be given");
+        return;
+    }
+    names = stripe_split_filename(filename, 0, errp);
+    if (!names) {
+        return;
+    }
+    for (i = 0; names[i]; i++) {
+        g_autofree char *key = g_strdup_printf("nodes.%u.filename", i);
+
+        qdict_put_str(options, key, names[i]);
+    }
+}
+
+/* A local file that does not exist yet: created by qemu-img create. */
+static bool stripe_node_is_missing_file(const char *name)
+{
+    BlockDriver *drv = bdrv_find_protocol(name, true, NULL);
+    const char *path = name;
+
+    if (!drv || strcmp(drv->format_name, "file")) {
+        return false;
+    }
+    strstart(name, "file:", &path);
+    return !g_file_test(path, G_FILE_TEST_EXISTS);
+}
+
+int coroutine_fn GRAPH_UNLOCKED
+stripe_co_create_opts(BlockDriver *drv, const char *filename,
+                      QemuOpts *opts, Error **errp)
+{
+    g_auto(GStrv) names = NULL;
+    g_autofree BlockDriverState **bss = NULL;
+    g_autofree bool *created = NULL;
+    uint64_t size, stripe_unit, count64;
+    StripeGeometry geo;
+    bool force;
+    uint32_t count, i;
+    int ret = 0;
+
+    size = qemu_opt_get_size_del(opts, BLOCK_OPT_SIZE, 0);
+    stripe_unit = qemu_opt_get_size_del(opts, STRIPE_OPT_UNIT,
+                                        STRIPE_DEFAULT_UNIT);
+    count64 = qemu_opt_get_number_del(opts, STRIPE_OPT_NODE_COUNT, 0);
+    force = qemu_opt_get_bool_del(opts, STRIPE_OPT_FORCE, false);
+
+    if (count64 > STRIPE_MAX_NODES) {
+        error_setg(errp, "stripe: node-count %" PRIu64 " is out of range "
+                   "(1 to %d)", count64, STRIPE_MAX_NODES);
+        return -EINVAL;
+    }
+    names = stripe_split_filename(filename, count64 ? count64 :
+                                  STRIPE_DEFAULT_PREFIX_NODES, errp);
+    if (!names) {
+        return -EINVAL;
+    }
+    count = g_strv_length(names);
+    if (count64 && count64 != count) {
+        error_setg(errp, "stripe: node-count %" PRIu64 " disagrees with the "
+                   "%u nodes named in '%s'", count64, count, filename);
+        return -EINVAL;
+    }
+    {
+        g_autofree char *msg = stripe_geometry_check(size, stripe_unit,
+                                                     count);
+        if (msg) {
+            error_setg(errp, "stripe: %s", msg);
+            return -EINVAL;
+        }
+    }
+    stripe_geometry_init(&geo, size, stripe_unit,
+                         stripe_default_data_offset(stripe_unit), count);
+
+    bss = g_new0(BlockDriverState *, count);
+    created = g_new0(bool, count);
+    for (i = 0; i < count; i++) {
+        if (stripe_node_is_missing_file(names[i])) {
+            QemuOpts *fopts = qemu_opts_create(&stripe_create_opts, NULL, 0,
+                                               &error_abort);
+
+            qemu_opt_set_number(fopts, BLOCK_OPT_SIZE,
+                                stripe_node_size_needed(&geo), &error_abort);
+            ret = bdrv_co_create_file(names[i], fopts, errp);
+            qemu_opts_del(fopts);
+            if (ret < 0) {
+                goto out;
+            }
+            created[i] = true;
+        }
+        bss[i] = bdrv_co_open(names[i], NULL, NULL,
+                              BDRV_O_RDWR | BDRV_O_RESIZE | BDRV_O_PROTOCOL,
+                              errp);
+        if (!bss[i]) {
+            ret = -EIO;
+            goto out;
+        }
+    }
+    ret = stripe_co_format(bss, (const char *const *)names, count, size,
+                           stripe_unit, force, errp);
+
+out:
+    for (i = 0; i < count; i++) {
+        if (bss[i]) {
+            bdrv_co_unref(bss[i]);
+        }
+        /* Do not leave files behind that this failed call created. */
+        if (ret < 0 && created[i]) {
+            const char *path = names[i];
+
+            strstart(names[i], "file:", &path);
+            unlink(path);
+        }
+    }
+    return ret;
+}

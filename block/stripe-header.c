@@ -1,0 +1,327 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Block driver "stripe": the node headers on the QEMU side.  Reading and
+ * assembling them at open, writing them (resize), and qemu-img check.
+ *
+ * Headers are written only by create, resize and check -r; never by open.
+ */
+
+#include "qemu/osdep.h"
+#include "block/block-io.h"
+#include "block/block_int.h"
+#include "qapi/error.h"
+#include "stripe.h"
+#include "trace.h"
+
+/* "node 2 (iscsi://...)": how errors name a node given by the user. */
+static char * GRAPH_RDLOCK stripe_node_desc(BdrvChild *child, uint32_t pos)
+{
+    bdrv_refresh_filename(child->bs);
+    return g_strdup_printf("node %u (%s)", pos, child->bs->filename);
+}
+
+static int GRAPH_RDLOCK stripe_read_header(BdrvChild *child, uint32_t pos,
+                                           StripeHeader *h, Error **errp)
+{
+    uint8_t buf[STRIPE_HEADER_SIZE];
+    g_autofree char *desc = stripe_node_desc(child, pos);
+    g_autofree char *msg = NULL;
+    int64_t len;
+    int ret;
+
+    len = bdrv_getlength(child->bs);
+    if (len < 0) {
+        error_setg_errno(errp, -len, "stripe: %s: cannot get its length",
+                         desc);
+        return len;
+    }
+    if (len < STRIPE_HEADER_SIZE) {
+        error_setg(errp, "stripe: %s: no stripe header (node has only %"
+                   PRId64 " bytes)", desc, len);
+        return -EINVAL;
+    }
+    ret = bdrv_pread(child, 0, STRIPE_HEADER_SIZE, buf, 0);
+    if (ret < 0) {
+        error_setg_errno(errp, -ret, "stripe: %s: cannot read the header",
+                         desc);
+        return ret;
+    }
+    if (stripe_header_decode(buf, sizeof(buf), h, &msg) !=
+        STRIPE_HEADER_OK) {
+        error_setg(errp, "stripe: %s: %s", desc, msg);
+        return -EINVAL;
+    }
+    return 0;
+}
+
+int GRAPH_RDLOCK stripe_assemble_nodes(BlockDriverState *bs,
+                                       BdrvChild **given, uint32_t count,
+                                       Error **errp)
+{
+    BDRVStripeState *s = bs->opaque;
+    g_autofree StripeHeader *hdrs = g_new(StripeHeader, count);
+    g_autofree uint64_t *lens = g_new(uint64_t, count);
+    g_autofree char *msg = NULL;
+    StripeAssembly as;
+    int errnode;
+    uint32_t i;
+    int ret;
+
+    for (i = 0; i < count; i++) {
+        ret = stripe_read_header(given[i], i, &hdrs[i], errp);
+        if (ret < 0) {
+            return ret;
+        }
+        lens[i] = bdrv_getlength(given[i]->bs);
+    }
+    if (!stripe_assemble(hdrs, lens, count, &as, &errnode, &msg)) {
+        if (errnode >= 0) {
+            g_autofree char *desc = stripe_node_desc(given[errnode],
+                                                     errnode);
+            error_setg(errp, "stripe: %s: %s", desc, msg);
+        } else {
+            error_setg(errp, "stripe: %s", msg);
+        }
+        return -EINVAL;
+    }
+
+    s->geo = as.geo;
+    memcpy(s->uuid, as.uuid, sizeof(s->uuid));
+    s->generation = as.generation;
+    s->node_count = count;
+    s->nodes = g_new(BdrvChild *, count);
+    s->given_pos = g_new(uint32_t, count);
+    s->stale = g_new(bool, count);
+    for (i = 0; i < count; i++) {
+        s->nodes[i] = given[as.order[i]];
+        s->given_pos[i] = as.order[i];
+        s->stale[i] = as.stale[i];
+        trace_stripe_assembled_node(bs, i, s->nodes[i]->bs->node_name,
+                                    as.order[i], as.stale[i]);
+        if (s->geo.stripe_unit % s->nodes[i]->bs->bl.request_alignment) {
+            g_autofree char *desc = stripe_node_desc(s->nodes[i],
+                                                     as.order[i]);
+
+            error_setg(errp, "stripe: %s: its request alignment %" PRIu32
+                       " does not divide the stripe unit %" PRIu64, desc,
+                       s->nodes[i]->bs->bl.request_alignment,
+                       s->geo.stripe_unit);
+            return -EINVAL;
+        }
+        if (as.stale[i]) {
+            warn_report("stripe: node %u (%s) has a header of generation %"
+                        PRIu64 ", older than %" PRIu64 " (a resize was cut "
+                        "off); run 'qemu-img check -r all' to repair it",
+                        as.order[i], s->nodes[i]->bs->filename,
+                        hdrs[as.order[i]].generation, s->generation);
+        }
+    }
+    return 0;
+}
+
+void stripe_header_for_node(BDRVStripeState *s, uint32_t index,
+                            StripeHeader *h)
+{
+    *h = (StripeHeader) {
+        .version = STRIPE_VERSION,
+        .header_size = STRIPE_HEADER_SIZE,
+        .node_index = index,
+        .node_count = s->node_count,
+        .stripe_unit = s->geo.stripe_unit,
+        .virtual_size = s->geo.virtual_size,
+        .data_offset = s->geo.data_offset,
+        .generation = s->generation,
+    };
+    memcpy(h->uuid, s->uuid, sizeof(h->uuid));
+}
+
+int coroutine_fn GRAPH_RDLOCK
+stripe_co_write_header(BdrvChild *child, const StripeHeader *h, Error **errp)
+{
+    uint8_t buf[STRIPE_HEADER_SIZE];
+    int ret;
+
+    stripe_header_encode(h, buf);
+    ret = bdrv_co_pwrite(child, 0, sizeof(buf), buf, 0);
+    if (ret == 0) {
+        ret = bdrv_co_flush(child->bs);
+    }
+    if (ret < 0) {
+        error_setg_errno(errp, -ret, "stripe: cannot write the header of "
+                         "node index %u (%s)", h->node_index,
+                         child->bs->filename);
+    }
+    return ret;
+}
+
+/* Rewrite every node's header for the current state (size, generation). */
+static int coroutine_fn GRAPH_RDLOCK
+stripe_co_write_all_headers(BlockDriverState *bs, Error **errp)
+{
+    BDRVStripeState *s = bs->opaque;
+    StripeHeader h;
+    uint32_t i;
+    int ret;
+
+    for (i = 0; i < s->node_count; i++) {
+        stripe_header_for_node(s, i, &h);
+        ret = stripe_co_write_header(s->nodes[i], &h, errp);
+        if (ret < 0) {
+            return ret;
+        }
+        s->stale[i] = false;
+    }
+    return 0;
+}
+
+int coroutine_fn GRAPH_RDLOCK
+stripe_co_check(BlockDriverState *bs, BdrvCheckResult *result,
+                BdrvCheckMode fix)
+{
+    BDRVStripeState *s = bs->opaque;
+    uint8_t buf[STRIPE_HEADER_SIZE];
+    StripeHeader h, want;
+    uint32_t i;
+    int ret;
+
+    for (i = 0; i < s->node_count; i++) {
+        g_autofree char *msg = NULL;
+        bool bad;
+
+        ret = bdrv_co_pread(s->nodes[i], 0, sizeof(buf), buf, 0);
+        if (ret < 0) {
+            fprintf(stderr, "ERROR cannot read the header of node index %u "
+                    "(%s): %s\n", i, s->nodes[i]->bs->filename,
+                    strerror(-ret));
+            result->check_errors++;
+            continue;
+        }
+        stripe_header_for_node(s, i, &want);
+        bad = stripe_header_decode(buf, sizeof(buf), &h, &msg) !=
+              STRIPE_HEADER_OK;
+        if (!bad) {
+            uint8_t want_buf[STRIPE_HEADER_SIZE];
+
+            /* Everything must match the assembled image exactly. */
+            want.compat_features = h.compat_features;
+            stripe_header_encode(&h, buf);
+            stripe_header_encode(&want, want_buf);
+            bad = memcmp(buf, want_buf, sizeof(buf)) != 0;
+            if (bad) {
+                msg = g_strdup_printf("header of generation %" PRIu64
+                                      " is stale (image is at %" PRIu64 ")",
+                                      h.generation, s->generation);
+            }
+        }
+        if (!bad) {
+            continue;
+        }
+        if (fix & BDRV_FIX_ERRORS) {
+            Error *local_err = NULL;
+
+            ret = stripe_co_write_header(s->nodes[i], &want, &local_err);
+            if (ret < 0) {
+                error_report_err(local_err);
+                result->corruptions++;
+                continue;
+            }
+            fprintf(stderr, "Repairing node index %u (%s): %s\n", i,
+                    s->nodes[i]->bs->filename, msg);
+            s->stale[i] = false;
+            result->corruptions_fixed++;
+        } else {
+            fprintf(stderr, "ERROR node index %u (%s): %s\n", i,
+                    s->nodes[i]->bs->filename, msg);
+            result->corruptions++;
+        }
+    }
+    return 0;
+}
+
+/*
+ * Grow or shrink the virtual disk.  Growing needs room on every node: a
+ * node that is too small is grown if it can be (a file), otherwise the
+ * resize fails before any header changes.  The headers are then rewritten
+ * with a new generation; a resize cut off between two nodes leaves a mix of
+ * generations, which open resolves to the newest and check -r repairs.
+ */
+int coroutine_fn GRAPH_RDLOCK
+stripe_co_truncate(BlockDriverState *bs, int64_t offset, bool exact,
+                   PreallocMode prealloc, BdrvRequestFlags flags,
+                   Error **errp)
+{
+    BDRVStripeState *s = bs->opaque;
+    StripeGeometry geo = s->geo;
+    uint64_t old_size = s->geo.virtual_size;
+    uint64_t needed;
+    uint32_t i;
+    int ret;
+
+    if (prealloc != PREALLOC_MODE_OFF) {
+        error_setg(errp, "stripe: unsupported preallocation mode '%s'",
+                   PreallocMode_str(prealloc));
+        return -ENOTSUP;
+    }
+    if (offset < 0 || offset % BDRV_SECTOR_SIZE ||
+        offset > STRIPE_MAX_SIZE) {
+        error_setg(errp, "stripe: invalid size %" PRId64 ": it must be a "
+                   "multiple of 512 and at most %" PRIu64, offset,
+                   STRIPE_MAX_SIZE);
+        return -EINVAL;
+    }
+    if (offset == old_size) {
+        return 0;
+    }
+
+    geo.virtual_size = offset;
+    needed = stripe_node_size_needed(&geo);
+    for (i = 0; i < s->node_count; i++) {
+        BdrvChild *child = s->nodes[i];
+        int64_t len = bdrv_co_getlength(child->bs);
+
+        if (len < 0) {
+            error_setg_errno(errp, -len, "stripe: cannot get the length of "
+                             "node index %u (%s)", i, child->bs->filename);
+            return len;
+        }
+        if (len >= needed) {
+            continue;
+        }
+        ret = bdrv_co_truncate(child, needed, false, PREALLOC_MODE_OFF, 0,
+                               NULL);
+        if (ret < 0) {
+            error_setg(errp, "stripe: node index %u (%s) has %" PRId64
+                       " bytes, size %" PRId64 " needs %" PRIu64 " per node,"
+                       " and the node cannot grow", i, child->bs->filename,
+                       len, offset, needed);
+            return ret;
+        }
+    }
+
+    /*
+     * The new area must read as zeroes before it becomes visible.  Shrinking
+     * zeroes (and unmaps where the nodes can) what it cuts off, so that a
+     * later grow never shows the old data again.
+     */
+    if ((flags & BDRV_REQ_ZERO_WRITE) && offset > old_size) {
+        ret = stripe_co_rw(bs, STRIPE_OP_ZEROES, old_size, offset - old_size,
+                           NULL, 0, 0);
+        if (ret < 0) {
+            error_setg_errno(errp, -ret, "stripe: cannot zero the new area");
+            return ret;
+        }
+    } else if (offset < old_size) {
+        ret = stripe_co_rw(bs, STRIPE_OP_ZEROES, offset, old_size - offset,
+                           NULL, 0, BDRV_REQ_MAY_UNMAP);
+        if (ret < 0) {
+            error_setg_errno(errp, -ret, "stripe: cannot zero the area cut "
+                             "off by shrinking");
+            return ret;
+        }
+    }
+
+    trace_stripe_resize(bs, old_size, offset);
+    s->geo.virtual_size = offset;
+    s->generation++;
+    return stripe_co_write_all_headers(bs, errp);
+}

@@ -1,0 +1,233 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Block driver "stripe": splitting guest requests into node requests and
+ * running them in parallel.
+ *
+ * A request is cut at stripe-unit boundaries.  The pieces that land on one
+ * node at consecutive node offsets (the same unit column in consecutive
+ * rows) are merged into one node request, whose I/O vector is built from
+ * slices of the guest's (no data is copied), up to max_node_request bytes.
+ * All node requests of a guest request run at once, bounded by an
+ * AioTaskPool; the first error wins.
+ */
+
+#include "qemu/osdep.h"
+#include "block/aio_task.h"
+#include "block/block-io.h"
+#include "block/block_int.h"
+#include "qemu/iov.h"
+#include "stripe.h"
+#include "trace.h"
+
+typedef struct StripeTask {
+    AioTask task;               /* must be first: the pool frees it */
+    BlockDriverState *bs;
+    BdrvChild *child;
+    StripeOp op;
+    int64_t node_offset;
+    int64_t bytes;
+    QEMUIOVector qiov;          /* read and write only */
+    BdrvRequestFlags flags;
+} StripeTask;
+
+/*
+ * One node request on one child.  The caller holds the graph lock.
+ * @qiov is used only for reads and writes.
+ */
+static int coroutine_fn GRAPH_RDLOCK
+stripe_node_request(BdrvChild *child, StripeOp op, int64_t node_offset,
+                    int64_t bytes, QEMUIOVector *qiov, size_t qiov_offset,
+                    BdrvRequestFlags flags)
+{
+    switch (op) {
+    case STRIPE_OP_READ:
+        return bdrv_co_preadv_part(child, node_offset, bytes, qiov,
+                                   qiov_offset, flags);
+    case STRIPE_OP_WRITE:
+        return bdrv_co_pwritev_part(child, node_offset, bytes, qiov,
+                                    qiov_offset, flags);
+    case STRIPE_OP_ZEROES:
+        return bdrv_co_pwrite_zeroes(child, node_offset, bytes, flags);
+    case STRIPE_OP_DISCARD:
+        return bdrv_co_pdiscard(child, node_offset, bytes);
+    }
+    g_assert_not_reached();
+}
+
+/*
+ * This function can count as GRAPH_RDLOCK because stripe_co_rw() holds the
+ * graph lock and keeps it until all tasks of its pool have finished.
+ */
+static int coroutine_fn GRAPH_RDLOCK stripe_task_entry(AioTask *task)
+{
+    StripeTask *t = container_of(task, StripeTask, task);
+    int ret;
+
+    trace_stripe_node_request(t->bs, t->op, t->child->bs->node_name,
+                              t->node_offset, t->bytes);
+    ret = stripe_node_request(t->child, t->op, t->node_offset, t->bytes,
+                              &t->qiov, 0, t->flags);
+    if (ret < 0) {
+        trace_stripe_node_request_error(t->bs, t->op,
+                                        t->child->bs->node_name,
+                                        t->node_offset, t->bytes, ret);
+    }
+    if (t->qiov.nalloc >= 0) {
+        qemu_iovec_destroy(&t->qiov);
+    }
+    return ret;
+}
+
+static bool stripe_op_has_data(StripeOp op)
+{
+    return op == STRIPE_OP_READ || op == STRIPE_OP_WRITE;
+}
+
+/* A node request being collected from consecutive pieces. */
+typedef struct StripeChunk {
+    StripeTask *task;           /* NULL while nothing is collected */
+} StripeChunk;
+
+static void coroutine_fn stripe_chunk_submit(AioTaskPool *pool,
+                                             StripeChunk *c)
+{
+    if (c->task) {
+        aio_task_pool_start_task(pool, &c->task->task);
+        c->task = NULL;
+    }
+}
+
+int coroutine_fn GRAPH_RDLOCK
+stripe_co_rw(BlockDriverState *bs, StripeOp op, int64_t offset,
+             int64_t bytes, QEMUIOVector *qiov, size_t qiov_offset,
+             BdrvRequestFlags flags)
+{
+    BDRVStripeState *s = bs->opaque;
+    const uint64_t max_req = s->max_node_request;
+    g_autofree StripeChunk *chunks = NULL;
+    AioTaskPool *pool;
+    uint64_t node_offset, len, in_unit;
+    uint32_t node, i;
+    int ret;
+
+    trace_stripe_co_rw(bs, op, offset, bytes);
+
+    /* Fast path: the request stays on one node and needs no splitting. */
+    in_unit = stripe_map(&s->geo, offset, &node, &node_offset);
+    if (bytes <= in_unit && bytes <= max_req) {
+        return stripe_node_request(s->nodes[node], op, node_offset, bytes,
+                                   qiov, qiov_offset, flags);
+    }
+
+    chunks = g_new0(StripeChunk, s->node_count);
+    pool = aio_task_pool_new(STRIPE_MAX_PARALLEL);
+
+    while (bytes > 0 && aio_task_pool_status(pool) == 0) {
+        StripeChunk *c;
+
+        in_unit = stripe_map(&s->geo, offset, &node, &node_offset);
+        c = &chunks[node];
+        len = MIN(bytes, in_unit);
+        if (c->task) {
+            StripeTask *t = c->task;
+
+            /* Continue the collected request only if this piece follows. */
+            if (t->node_offset + t->bytes != node_offset ||
+                t->bytes >= max_req) {
+                stripe_chunk_submit(pool, c);
+            }
+        }
+        if (!c->task) {
+            StripeTask *t = g_new(StripeTask, 1);
+
+            *t = (StripeTask) {
+                .task.func = stripe_task_entry,
+                .bs = bs,
+                .child = s->nodes[node],
+                .op = op,
+                .node_offset = node_offset,
+                .bytes = 0,
+                .flags = flags,
+            };
+            t->qiov.nalloc = -1;
+            if (stripe_op_has_data(op)) {
+                qemu_iovec_init(&t->qiov, 4);
+            }
+            c->task = t;
+        }
+        len = MIN(len, max_req - c->task->bytes);
+        if (stripe_op_has_data(op)) {
+            qemu_iovec_concat(&c->task->qiov, qiov, qiov_offset, len);
+            qiov_offset += len;
+        }
+        c->task->bytes += len;
+        offset += len;
+        bytes -= len;
+    }
+
+    for (i = 0; i < s->node_count; i++) {
+        if (aio_task_pool_status(pool) == 0) {
+            stripe_chunk_submit(pool, &chunks[i]);
+        } else if (chunks[i].task) {
+            /* A node failed already: do not start more requests. */
+            if (chunks[i].task->qiov.nalloc >= 0) {
+                qemu_iovec_destroy(&chunks[i].task->qiov);
+            }
+            g_free(chunks[i].task);
+        }
+    }
+    aio_task_pool_wait_all(pool);
+    ret = aio_task_pool_status(pool);
+    aio_task_pool_free(pool);
+    return ret;
+}
+
+typedef struct StripeFlushTask {
+    AioTask task;
+    BlockDriverState *bs;
+    BdrvChild *child;
+} StripeFlushTask;
+
+/*
+ * This function can count as GRAPH_RDLOCK because stripe_co_flush_nodes()
+ * holds the graph lock until all tasks of its pool have finished.
+ */
+static int coroutine_fn GRAPH_RDLOCK stripe_flush_task_entry(AioTask *task)
+{
+    StripeFlushTask *t = container_of(task, StripeFlushTask, task);
+    int ret = bdrv_co_flush(t->child->bs);
+
+    if (ret < 0) {
+        trace_stripe_node_flush_error(t->bs, t->child->bs->node_name, ret);
+    }
+    return ret;
+}
+
+/* Flush every node, all at once; returns the first error. */
+int coroutine_fn GRAPH_RDLOCK stripe_co_flush_nodes(BlockDriverState *bs)
+{
+    BDRVStripeState *s = bs->opaque;
+    AioTaskPool *pool;
+    uint32_t i;
+    int ret;
+
+    trace_stripe_flush_nodes(bs, s->node_count);
+    if (s->node_count == 1) {
+        return bdrv_co_flush(s->nodes[0]->bs);
+    }
+    pool = aio_task_pool_new(s->node_count);
+    for (i = 0; i < s->node_count; i++) {
+        StripeFlushTask *t = g_new(StripeFlushTask, 1);
+
+        *t = (StripeFlushTask) {
+            .task.func = stripe_flush_task_entry,
+            .bs = bs,
+            .child = s->nodes[i],
+        };
+        aio_task_pool_start_task(pool, &t->task);
+    }
+    aio_task_pool_wait_all(pool);
+    ret = aio_task_pool_status(pool);
+    aio_task_pool_free(pool);
+    return ret;
+}

@@ -1,0 +1,415 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * stripe-layout: the on-node header and the RAID-0 geometry of a striped
+ * disk.  See stripe-layout.h and docs/layout.md.
+ */
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <zlib.h>
+
+#include "stripe-layout.h"
+
+/*
+ * Encoded header, all integers little-endian:
+ *
+ *   0  magic[8]            "QSTRIPE\x1a"
+ *   8  version             u32
+ *  12  header_size         u32
+ *  16  uuid[16]
+ *  32  node_index          u32
+ *  36  node_count          u32
+ *  40  stripe_unit         u64
+ *  48  virtual_size        u64
+ *  56  data_offset         u64
+ *  64  compat_features     u64
+ *  72  incompat_features   u64
+ *  80  generation          u64
+ *  88  reserved, zero
+ * 508  crc32 (zlib) of bytes 0..507
+ */
+enum {
+    OFF_MAGIC = 0,
+    OFF_VERSION = 8,
+    OFF_HEADER_SIZE = 12,
+    OFF_UUID = 16,
+    OFF_NODE_INDEX = 32,
+    OFF_NODE_COUNT = 36,
+    OFF_STRIPE_UNIT = 40,
+    OFF_VIRTUAL_SIZE = 48,
+    OFF_DATA_OFFSET = 56,
+    OFF_COMPAT = 64,
+    OFF_INCOMPAT = 72,
+    OFF_GENERATION = 80,
+    OFF_CRC = STRIPE_HEADER_SIZE - 4,
+};
+
+#define MAX_HEADER_SIZE     (64 * 1024)
+#define MAX_DATA_OFFSET     (UINT64_C(1) << 30)
+
+static void put_le32(uint8_t *p, uint32_t v)
+{
+    int i;
+
+    for (i = 0; i < 4; i++) {
+        p[i] = v >> (8 * i);
+    }
+}
+
+static void put_le64(uint8_t *p, uint64_t v)
+{
+    int i;
+
+    for (i = 0; i < 8; i++) {
+        p[i] = v >> (8 * i);
+    }
+}
+
+static uint32_t get_le32(const uint8_t *p)
+{
+    return p[0] | (p[1] << 8) | (p[2] << 16) | ((uint32_t)p[3] << 24);
+}
+
+static uint64_t get_le64(const uint8_t *p)
+{
+    return get_le32(p) | ((uint64_t)get_le32(p + 4) << 32);
+}
+
+static uint32_t header_crc(const uint8_t *buf)
+{
+    return crc32(0, buf, OFF_CRC);
+}
+
+static bool is_pow2(uint64_t v)
+{
+    return v && !(v & (v - 1));
+}
+
+void stripe_header_encode(const StripeHeader *h, uint8_t *buf)
+{
+    memset(buf, 0, STRIPE_HEADER_SIZE);
+    memcpy(buf + OFF_MAGIC, STRIPE_MAGIC, STRIPE_MAGIC_LEN);
+    put_le32(buf + OFF_VERSION, h->version);
+    put_le32(buf + OFF_HEADER_SIZE, h->header_size);
+    memcpy(buf + OFF_UUID, h->uuid, 16);
+    put_le32(buf + OFF_NODE_INDEX, h->node_index);
+    put_le32(buf + OFF_NODE_COUNT, h->node_count);
+    put_le64(buf + OFF_STRIPE_UNIT, h->stripe_unit);
+    put_le64(buf + OFF_VIRTUAL_SIZE, h->virtual_size);
+    put_le64(buf + OFF_DATA_OFFSET, h->data_offset);
+    put_le64(buf + OFF_COMPAT, h->compat_features);
+    put_le64(buf + OFF_INCOMPAT, h->incompat_features);
+    put_le64(buf + OFF_GENERATION, h->generation);
+    put_le32(buf + OFF_CRC, header_crc(buf));
+}
+
+static bool all_zero(const uint8_t *buf, size_t len)
+{
+    size_t i;
+
+    for (i = 0; i < len; i++) {
+        if (buf[i]) {
+            return false;
+        }
+    }
+    return true;
+}
+
+static void set_err(char **errmsg, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
+
+static void set_err(char **errmsg, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (!errmsg) {
+        return;
+    }
+    va_start(ap, fmt);
+    *errmsg = g_strdup_vprintf(fmt, ap);
+    va_end(ap);
+}
+
+/* Field checks shared by decode; returns false with *errmsg set. */
+static bool header_fields_valid(const StripeHeader *h, char **errmsg)
+{
+    if (h->header_size < STRIPE_HEADER_SIZE ||
+        h->header_size > MAX_HEADER_SIZE || h->header_size % 512) {
+        set_err(errmsg, "invalid header size %u", h->header_size);
+        return false;
+    }
+    if (h->node_count < 1 || h->node_count > STRIPE_MAX_NODES) {
+        set_err(errmsg, "invalid node count %u (1 to %d)", h->node_count,
+                STRIPE_MAX_NODES);
+        return false;
+    }
+    if (h->node_index >= h->node_count) {
+        set_err(errmsg, "node index %u out of range for %u nodes",
+                h->node_index, h->node_count);
+        return false;
+    }
+    if (!is_pow2(h->stripe_unit) || h->stripe_unit < STRIPE_MIN_UNIT ||
+        h->stripe_unit > STRIPE_MAX_UNIT) {
+        set_err(errmsg, "invalid stripe unit %" PRIu64, h->stripe_unit);
+        return false;
+    }
+    if (h->data_offset < h->header_size || h->data_offset % 512 ||
+        h->data_offset > MAX_DATA_OFFSET) {
+        set_err(errmsg, "invalid data offset %" PRIu64, h->data_offset);
+        return false;
+    }
+    if (h->virtual_size % 512 || h->virtual_size > STRIPE_MAX_SIZE) {
+        set_err(errmsg, "invalid virtual size %" PRIu64, h->virtual_size);
+        return false;
+    }
+    return true;
+}
+
+StripeHeaderStatus stripe_header_decode(const uint8_t *buf, size_t len,
+                                        StripeHeader *h, char **errmsg)
+{
+    uint32_t crc;
+
+    if (len < STRIPE_HEADER_SIZE) {
+        set_err(errmsg, "node is smaller than a stripe header");
+        return STRIPE_HEADER_BLANK;
+    }
+    if (memcmp(buf + OFF_MAGIC, STRIPE_MAGIC, STRIPE_MAGIC_LEN)) {
+        if (all_zero(buf, STRIPE_HEADER_SIZE)) {
+            set_err(errmsg, "no stripe header (node is not formatted)");
+            return STRIPE_HEADER_BLANK;
+        }
+        set_err(errmsg, "no stripe header (node holds other data)");
+        return STRIPE_HEADER_FOREIGN;
+    }
+    crc = get_le32(buf + OFF_CRC);
+    if (crc != header_crc(buf)) {
+        set_err(errmsg, "stripe header checksum mismatch (stored 0x%08x, "
+                "computed 0x%08x): header is corrupted", crc,
+                header_crc(buf));
+        return STRIPE_HEADER_CORRUPT;
+    }
+
+    h->version = get_le32(buf + OFF_VERSION);
+    h->header_size = get_le32(buf + OFF_HEADER_SIZE);
+    memcpy(h->uuid, buf + OFF_UUID, 16);
+    h->node_index = get_le32(buf + OFF_NODE_INDEX);
+    h->node_count = get_le32(buf + OFF_NODE_COUNT);
+    h->stripe_unit = get_le64(buf + OFF_STRIPE_UNIT);
+    h->virtual_size = get_le64(buf + OFF_VIRTUAL_SIZE);
+    h->data_offset = get_le64(buf + OFF_DATA_OFFSET);
+    h->compat_features = get_le64(buf + OFF_COMPAT);
+    h->incompat_features = get_le64(buf + OFF_INCOMPAT);
+    h->generation = get_le64(buf + OFF_GENERATION);
+
+    if (h->version != STRIPE_VERSION) {
+        set_err(errmsg, "stripe header version %u is not supported "
+                "(this QEMU supports version %d)", h->version,
+                STRIPE_VERSION);
+        return STRIPE_HEADER_UNSUPPORTED;
+    }
+    if (h->incompat_features & ~STRIPE_INCOMPAT_KNOWN) {
+        set_err(errmsg, "unsupported incompatible features 0x%" PRIx64,
+                h->incompat_features & ~STRIPE_INCOMPAT_KNOWN);
+        return STRIPE_HEADER_UNSUPPORTED;
+    }
+    if (!header_fields_valid(h, errmsg)) {
+        return STRIPE_HEADER_INVALID;
+    }
+    return STRIPE_HEADER_OK;
+}
+
+char *stripe_geometry_check(uint64_t virtual_size, uint64_t stripe_unit,
+                            uint32_t node_count)
+{
+    if (!is_pow2(stripe_unit)) {
+        return g_strdup_printf("stripe-unit %" PRIu64 " is not a power of "
+                               "two", stripe_unit);
+    }
+    if (stripe_unit < STRIPE_MIN_UNIT || stripe_unit > STRIPE_MAX_UNIT) {
+        return g_strdup_printf("stripe-unit %" PRIu64 " is out of range "
+                               "(%d to %d bytes)", stripe_unit,
+                               STRIPE_MIN_UNIT, STRIPE_MAX_UNIT);
+    }
+    if (node_count < 1 || node_count > STRIPE_MAX_NODES) {
+        return g_strdup_printf("%u nodes given, a stripe needs 1 to %d",
+                               node_count, STRIPE_MAX_NODES);
+    }
+    if (virtual_size > STRIPE_MAX_SIZE) {
+        return g_strdup_printf("size %" PRIu64 " is larger than the "
+                               "maximum %" PRIu64, virtual_size,
+                               STRIPE_MAX_SIZE);
+    }
+    if (virtual_size % 512) {
+        return g_strdup_printf("size %" PRIu64 " is not a multiple of 512",
+                               virtual_size);
+    }
+    return NULL;
+}
+
+uint64_t stripe_default_data_offset(uint64_t stripe_unit)
+{
+    return MAX(STRIPE_MIN_DATA_OFFSET, stripe_unit);
+}
+
+void stripe_geometry_init(StripeGeometry *g, uint64_t virtual_size,
+                          uint64_t stripe_unit, uint64_t data_offset,
+                          uint32_t node_count)
+{
+    g->virtual_size = virtual_size;
+    g->stripe_unit = stripe_unit;
+    g->data_offset = data_offset;
+    g->node_count = node_count;
+    g->unit_shift = __builtin_ctzll(stripe_unit);
+}
+
+uint64_t stripe_node_size_needed(const StripeGeometry *g)
+{
+    uint64_t units = (g->virtual_size + g->stripe_unit - 1) >> g->unit_shift;
+    uint64_t rows = (units + g->node_count - 1) / g->node_count;
+
+    return g->data_offset + (rows << g->unit_shift);
+}
+
+uint64_t stripe_map(const StripeGeometry *g, uint64_t offset,
+                    uint32_t *node, uint64_t *node_offset)
+{
+    uint64_t unit = offset >> g->unit_shift;
+    uint64_t in_unit = offset & (g->stripe_unit - 1);
+
+    *node = unit % g->node_count;
+    *node_offset = g->data_offset +
+        ((unit / g->node_count) << g->unit_shift) + in_unit;
+    return g->stripe_unit - in_unit;
+}
+
+void stripe_uuid_unparse(const uint8_t *u, char *buf)
+{
+    snprintf(buf, 37, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-"
+             "%02x%02x%02x%02x%02x%02x", u[0], u[1], u[2], u[3], u[4], u[5],
+             u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14],
+             u[15]);
+}
+
+/* The UUID most nodes carry (the first one on a tie). */
+static uint32_t majority_node(const StripeHeader *hdrs, uint32_t count)
+{
+    uint32_t best = 0, best_votes = 0, i, j, votes;
+
+    for (i = 0; i < count; i++) {
+        votes = 0;
+        for (j = 0; j < count; j++) {
+            votes += !memcmp(hdrs[i].uuid, hdrs[j].uuid, 16);
+        }
+        if (votes > best_votes) {
+            best = i;
+            best_votes = votes;
+        }
+    }
+    return best;
+}
+
+bool stripe_assemble(const StripeHeader *hdrs, const uint64_t *node_len,
+                     uint32_t count, StripeAssembly *out, int *errnode,
+                     char **errmsg)
+{
+    const StripeHeader *ref;
+    char want[37], got[37];
+    int32_t seen[STRIPE_MAX_NODES];
+    uint64_t needed;
+    uint32_t i, newest;
+
+    *errnode = -1;
+    if (count < 1 || count > STRIPE_MAX_NODES) {
+        set_err(errmsg, "%u nodes given, a stripe needs 1 to %d", count,
+                STRIPE_MAX_NODES);
+        return false;
+    }
+    ref = &hdrs[majority_node(hdrs, count)];
+    stripe_uuid_unparse(ref->uuid, want);
+
+    for (i = 0; i < count; i++) {
+        if (memcmp(hdrs[i].uuid, ref->uuid, 16)) {
+            stripe_uuid_unparse(hdrs[i].uuid, got);
+            *errnode = i;
+            set_err(errmsg, "belongs to another image (UUID %s, the other "
+                    "nodes have %s)", got, want);
+            return false;
+        }
+        if (hdrs[i].node_count != ref->node_count ||
+            hdrs[i].stripe_unit != ref->stripe_unit ||
+            hdrs[i].data_offset != ref->data_offset) {
+            *errnode = i;
+            set_err(errmsg, "geometry disagrees with the other nodes "
+                    "(%u nodes, stripe unit %" PRIu64 ", data offset %"
+                    PRIu64 " instead of %u, %" PRIu64 ", %" PRIu64 ")",
+                    hdrs[i].node_count, hdrs[i].stripe_unit,
+                    hdrs[i].data_offset, ref->node_count, ref->stripe_unit,
+                    ref->data_offset);
+            return false;
+        }
+    }
+
+    memset(seen, -1, sizeof(seen));
+    for (i = 0; i < count; i++) {
+        uint32_t idx = hdrs[i].node_index;
+
+        if (seen[idx] >= 0) {
+            *errnode = i;
+            set_err(errmsg, "claims node index %u, like node %d (the same "
+                    "node given twice?)", idx, seen[idx]);
+            return false;
+        }
+        seen[idx] = i;
+    }
+    if (count != ref->node_count) {
+        for (i = 0; i < ref->node_count; i++) {
+            if (seen[i] < 0) {
+                set_err(errmsg, "image %s has %u nodes but %u were given: "
+                        "the node with index %u is missing", want,
+                        ref->node_count, count, i);
+                return false;
+            }
+        }
+        /* Unreachable: indices are unique and < node_count. */
+        set_err(errmsg, "image %s has %u nodes but %u were given", want,
+                ref->node_count, count);
+        return false;
+    }
+
+    newest = 0;
+    for (i = 1; i < count; i++) {
+        if (hdrs[i].generation > hdrs[newest].generation) {
+            newest = i;
+        }
+    }
+    for (i = 0; i < count; i++) {
+        if (hdrs[i].generation == hdrs[newest].generation &&
+            hdrs[i].virtual_size != hdrs[newest].virtual_size) {
+            *errnode = i;
+            set_err(errmsg, "virtual size %" PRIu64 " disagrees with node %u "
+                    "(%" PRIu64 ") at the same generation %" PRIu64,
+                    hdrs[i].virtual_size, newest, hdrs[newest].virtual_size,
+                    hdrs[i].generation);
+            return false;
+        }
+    }
+
+    stripe_geometry_init(&out->geo, hdrs[newest].virtual_size,
+                         ref->stripe_unit, ref->data_offset, count);
+    memcpy(out->uuid, ref->uuid, 16);
+    out->generation = hdrs[newest].generation;
+    needed = stripe_node_size_needed(&out->geo);
+    for (i = 0; i < count; i++) {
+        if (node_len[i] < needed) {
+            *errnode = i;
+            set_err(errmsg, "node is too small: %" PRIu64 " bytes, the "
+                    "image needs %" PRIu64, node_len[i], needed);
+            return false;
+        }
+        out->order[hdrs[i].node_index] = i;
+        out->stale[hdrs[i].node_index] =
+            hdrs[i].generation != out->generation;
+    }
+    return true;
+}

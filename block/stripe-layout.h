@@ -1,0 +1,139 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * stripe-layout: the on-node header and the RAID-0 geometry of a striped
+ * disk.
+ *
+ * Plain C and glib only (no QEMU headers), so that it is unit-tested and
+ * fuzzed on its own.
+ *
+ * Every node starts with a header sector describing the whole image (like an
+ * md superblock).  Guest data starts at data_offset on every node:
+ * stripe unit k of the virtual disk lives on node k % node_count, at node
+ * offset data_offset + (k / node_count) * stripe_unit.
+ */
+#ifndef STRIPE_LAYOUT_H
+#define STRIPE_LAYOUT_H
+
+#include <glib.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#define STRIPE_MAGIC            "QSTRIPE\x1a"
+#define STRIPE_MAGIC_LEN        8
+#define STRIPE_VERSION          1
+#define STRIPE_HEADER_SIZE      512     /* encoded size, one sector */
+
+#define STRIPE_MIN_UNIT         512
+#define STRIPE_MAX_UNIT         (64 * 1024 * 1024)
+#define STRIPE_MAX_NODES        64
+#define STRIPE_MIN_DATA_OFFSET  (1024 * 1024)
+/* Keeps every offset computation far from 64-bit overflow. */
+#define STRIPE_MAX_SIZE         (UINT64_C(1) << 60)
+
+/*
+ * Feature bits.  A reader must refuse an image with an incompatible bit it
+ * does not know, and may ignore unknown compatible bits.  None is defined
+ * yet; the fields exist so that later versions can add features without a
+ * version bump.
+ */
+#define STRIPE_INCOMPAT_KNOWN   UINT64_C(0)
+#define STRIPE_COMPAT_KNOWN     UINT64_C(0)
+
+typedef struct StripeHeader {
+    uint32_t version;
+    uint32_t header_size;
+    uint8_t uuid[16];
+    uint32_t node_index;
+    uint32_t node_count;
+    uint64_t stripe_unit;
+    uint64_t virtual_size;
+    uint64_t data_offset;
+    uint64_t compat_features;
+    uint64_t incompat_features;
+    uint64_t generation;        /* bumped by every header rewrite (resize) */
+} StripeHeader;
+
+typedef struct StripeGeometry {
+    uint64_t virtual_size;
+    uint64_t stripe_unit;
+    uint64_t data_offset;
+    uint32_t node_count;
+    unsigned unit_shift;        /* log2(stripe_unit) */
+} StripeGeometry;
+
+typedef enum StripeHeaderStatus {
+    STRIPE_HEADER_OK,
+    STRIPE_HEADER_BLANK,        /* all zeroes: never formatted */
+    STRIPE_HEADER_FOREIGN,      /* some other data, no stripe magic */
+    STRIPE_HEADER_CORRUPT,      /* stripe magic, bad checksum */
+    STRIPE_HEADER_UNSUPPORTED,  /* version or incompatible feature */
+    STRIPE_HEADER_INVALID,      /* checksum fine, fields impossible */
+} StripeHeaderStatus;
+
+/* Serialise @h into @buf (STRIPE_HEADER_SIZE bytes), checksum included. */
+void stripe_header_encode(const StripeHeader *h, uint8_t *buf);
+
+/*
+ * Parse @len bytes at @buf.  On STRIPE_HEADER_OK *@h is filled in; on any
+ * other status *@errmsg (if not NULL) gets a newly allocated explanation.
+ */
+StripeHeaderStatus stripe_header_decode(const uint8_t *buf, size_t len,
+                                        StripeHeader *h, char **errmsg);
+
+/*
+ * Check a geometry proposed for a new image.  Returns NULL or a newly
+ * allocated message naming the option ("stripe-unit", "size", ...).
+ */
+char *stripe_geometry_check(uint64_t virtual_size, uint64_t stripe_unit,
+                            uint32_t node_count);
+
+/* The data offset a new image gets: 1 MiB, or one stripe unit if larger. */
+uint64_t stripe_default_data_offset(uint64_t stripe_unit);
+
+void stripe_geometry_init(StripeGeometry *g, uint64_t virtual_size,
+                          uint64_t stripe_unit, uint64_t data_offset,
+                          uint32_t node_count);
+
+/* Bytes a node must have to hold its share of the image. */
+uint64_t stripe_node_size_needed(const StripeGeometry *g);
+
+/*
+ * Map the virtual offset @offset to its node and node offset.  Returns the
+ * number of bytes from @offset to the end of its stripe unit.
+ */
+uint64_t stripe_map(const StripeGeometry *g, uint64_t offset,
+                    uint32_t *node, uint64_t *node_offset);
+
+/*
+ * Assembling an image from the headers read from its nodes.
+ */
+
+typedef struct StripeAssembly {
+    StripeGeometry geo;
+    uint8_t uuid[16];
+    uint64_t generation;
+    /* order[i]: the position (in the user's list) of the node with index i */
+    uint32_t order[STRIPE_MAX_NODES];
+    /* true when a node's header is older than the newest (cut-off resize) */
+    bool stale[STRIPE_MAX_NODES];
+} StripeAssembly;
+
+/*
+ * Check that @count decoded headers (hdrs[i] read from the i-th node in the
+ * user's order, whose length is node_len[i]) describe one complete image,
+ * and fill in @out.  On failure returns false, and *@errnode is the
+ * position of the offending node (or -1 for a problem of the whole set)
+ * and *@errmsg a newly allocated explanation.
+ *
+ * Headers may differ only in virtual_size and generation, after a resize
+ * that was cut off; the newest generation wins and older ones are marked
+ * stale (repaired by qemu-img check -r).
+ */
+bool stripe_assemble(const StripeHeader *hdrs, const uint64_t *node_len,
+                     uint32_t count, StripeAssembly *out, int *errnode,
+                     char **errmsg);
+
+/* Format a UUID as the usual 36-character string (buf: 37 bytes). */
+void stripe_uuid_unparse(const uint8_t *uuid, char *buf);
+
+#endif /* STRIPE_LAYOUT_H */

@@ -1,0 +1,458 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Block driver "stripe": a virtual disk striped over storage nodes
+ * (RAID-0), each node carrying a self-describing header.
+ *
+ * The nodes are child block nodes of any driver (iscsi, nbd, file, rbd...).
+ * Open reads every node's header and assembles the nodes by the index
+ * recorded there, whatever order the user gave them in.  See
+ * docs/user-guide.md and docs/layout.md.
+ */
+
+#include "qemu/osdep.h"
+#include "block/block-io.h"
+#include "block/block_int.h"
+#include "block/qdict.h"
+#include "qapi/error.h"
+#include "qapi/qapi-types-block-core.h"
+#include "qobject/qdict.h"
+#include "qobject/qlist.h"
+#include "qemu/cutils.h"
+#include "qemu/module.h"
+#include "stripe.h"
+#include "trace.h"
+
+/*
+ * A node given as @key.filename without a driver is a filename to parse as
+ * -drive file= would: iscsi://..., nbd://..., a path.  bdrv_open_child()
+ * would take it literally as a local path, so resolve its protocol here.
+ */
+static bool stripe_parse_node_filename(QDict *options, const char *key,
+                                       Error **errp)
+{
+    g_autofree char *prefix = g_strconcat(key, ".", NULL);
+    g_autofree char *fkey = g_strconcat(prefix, "filename", NULL);
+    g_autofree char *dkey = g_strconcat(prefix, "driver", NULL);
+    g_autofree char *filename = NULL;
+    const QDictEntry *e;
+    Error *local_err = NULL;
+    BlockDriver *drv;
+    QDict *sub;
+
+    if (!qdict_get_try_str(options, fkey) || qdict_haskey(options, dkey)) {
+        return true;
+    }
+    filename = g_strdup(qdict_get_str(options, fkey));
+    drv = bdrv_find_protocol(filename, true, errp);
+    if (!drv) {
+        return false;
+    }
+    if (drv->bdrv_parse_filename) {
+        qdict_extract_subqdict(options, &sub, prefix);
+        drv->bdrv_parse_filename(filename, sub, &local_err);
+        if (!drv->bdrv_needs_filename) {
+            qdict_del(sub, "filename");
+        }
+        for (e = qdict_first(sub); e; e = qdict_next(sub, e)) {
+            g_autofree char *k = g_strconcat(prefix, qdict_entry_key(e),
+                                             NULL);
+
+            qdict_put_obj(options, k, qobject_ref(qdict_entry_value(e)));
+        }
+        qobject_unref(sub);
+        if (local_err) {
+            error_propagate(errp, local_err);
+            return false;
+        }
+    }
+    qdict_put_str(options, dkey, drv->format_name);
+    return true;
+}
+
+static int stripe_open(BlockDriverState *bs, QDict *options, int flags,
+                       Error **errp)
+{
+    BDRVStripeState *s = bs->opaque;
+    g_autofree BdrvChild **given = NULL;
+    int count, i;
+
+    qdict_flatten(options);
+    if (qdict_haskey(options, "nodes")) {
+        error_setg(errp, "stripe: option 'nodes' must be a list of nodes "
+                   "(nodes.0, nodes.1, ...), not a single value");
+        return -EINVAL;
+    }
+    count = qdict_array_entries(options, "nodes.");
+    if (count < 0) {
+        error_setg(errp, "stripe: option 'nodes' is not a valid list");
+        return -EINVAL;
+    }
+    if (count < 1) {
+        error_setg(errp, "stripe: option 'nodes' must list at least one "
+                   "node");
+        return -EINVAL;
+    }
+    if (count > STRIPE_MAX_NODES) {
+        error_setg(errp, "stripe: option 'nodes' lists %d nodes, at most %d "
+                   "are supported", count, STRIPE_MAX_NODES);
+        return -EINVAL;
+    }
+
+    given = g_new0(BdrvChild *, count);
+    for (i = 0; i < count; i++) {
+        g_autofree char *key = g_strdup_printf("nodes.%d", i);
+
+        if (!stripe_parse_node_filename(options, key, errp)) {
+            return -EINVAL;
+        }
+        /*
+         * The header is metadata: this role also keeps the children from
+         * being format-probed.
+         */
+        given[i] = bdrv_open_child(NULL, options, key, bs, &child_of_bds,
+                                   BDRV_CHILD_DATA | BDRV_CHILD_METADATA,
+                                   false, errp);
+        if (!given[i]) {
+            return -EINVAL;
+        }
+    }
+
+    GRAPH_RDLOCK_GUARD_MAINLOOP();
+
+    if (stripe_assemble_nodes(bs, given, count, errp) < 0) {
+        return -EINVAL;
+    }
+
+    /*
+     * FUA is passed down to the nodes that a write touches; nodes without
+     * native FUA get it emulated by a flush of just that node.
+     */
+    bs->supported_write_flags = BDRV_REQ_WRITE_UNCHANGED | BDRV_REQ_FUA;
+    bs->supported_zero_flags = BDRV_REQ_WRITE_UNCHANGED | BDRV_REQ_FUA |
+        BDRV_REQ_MAY_UNMAP | BDRV_REQ_NO_FALLBACK;
+    for (i = 0; i < count; i++) {
+        bs->supported_zero_flags &= given[i]->bs->supported_zero_flags |
+            BDRV_REQ_WRITE_UNCHANGED | BDRV_REQ_FUA;
+    }
+    bs->supported_truncate_flags = BDRV_REQ_ZERO_WRITE;
+
+    trace_stripe_open(bs, count, s->geo.virtual_size, s->geo.stripe_unit);
+    return 0;
+}
+
+static void stripe_close(BlockDriverState *bs)
+{
+    BDRVStripeState *s = bs->opaque;
+
+    /* The children themselves are released by bdrv_close(). */
+    g_free(s->nodes);
+    g_free(s->given_pos);
+    g_free(s->stale);
+}
+
+static void GRAPH_RDLOCK stripe_refresh_limits(BlockDriverState *bs,
+                                               Error **errp)
+{
+    BDRVStripeState *s = bs->opaque;
+    uint32_t align = BDRV_SECTOR_SIZE, zero_align = 0;
+    uint64_t max_req = STRIPE_MAX_NODE_REQUEST;
+    uint32_t i;
+
+    for (i = 0; i < s->node_count; i++) {
+        BlockLimits *bl = &s->nodes[i]->bs->bl;
+
+        align = MAX(align, bl->request_alignment);
+        zero_align = MAX(zero_align, bl->pwrite_zeroes_alignment);
+        if (bl->max_transfer) {
+            max_req = MIN(max_req, bl->max_transfer);
+        }
+    }
+    s->max_node_request = MAX(max_req, align);
+
+    bs->bl.request_alignment = align;
+    bs->bl.pwrite_zeroes_alignment = zero_align;
+    /*
+     * The generic code would split large requests at the smallest node
+     * max_transfer, one piece after another; stripe_co_rw() splits them
+     * itself and runs the pieces on all nodes at once.
+     */
+    bs->bl.max_transfer = 0;
+    bs->bl.max_pdiscard = 0;
+    bs->bl.max_pwrite_zeroes = 0;
+    bs->bl.opt_transfer = s->geo.stripe_unit * s->node_count;
+}
+
+static int coroutine_fn GRAPH_RDLOCK
+stripe_co_preadv_part(BlockDriverState *bs, int64_t offset, int64_t bytes,
+                      QEMUIOVector *qiov, size_t qiov_offset,
+                      BdrvRequestFlags flags)
+{
+    return stripe_co_rw(bs, STRIPE_OP_READ, offset, bytes, qiov,
+                        qiov_offset, flags);
+}
+
+static int coroutine_fn GRAPH_RDLOCK
+stripe_co_pwritev_part(BlockDriverState *bs, int64_t offset, int64_t bytes,
+                       QEMUIOVector *qiov, size_t qiov_offset,
+                       BdrvRequestFlags flags)
+{
+    return stripe_co_rw(bs, STRIPE_OP_WRITE, offset, bytes, qiov,
+                        qiov_offset, flags);
+}
+
+static int coroutine_fn GRAPH_RDLOCK
+stripe_co_pwrite_zeroes(BlockDriverState *bs, int64_t offset, int64_t bytes,
+                        BdrvRequestFlags flags)
+{
+    return stripe_co_rw(bs, STRIPE_OP_ZEROES, offset, bytes, NULL, 0, flags);
+}
+
+static int coroutine_fn GRAPH_RDLOCK
+stripe_co_pdiscard(BlockDriverState *bs, int64_t offset, int64_t bytes)
+{
+    return stripe_co_rw(bs, STRIPE_OP_DISCARD, offset, bytes, NULL, 0, 0);
+}
+
+/*
+ * Implementing .bdrv_co_flush (instead of flush_to_disk) lets the nodes be
+ * flushed in parallel; the generic code would flush them one after
+ * another.  Each node's own flush honours cache.no-flush, which the nodes
+ * inherit.
+ */
+static int coroutine_fn GRAPH_RDLOCK stripe_co_flush(BlockDriverState *bs)
+{
+    trace_stripe_co_flush(bs);
+    return stripe_co_flush_nodes(bs);
+}
+
+static int coroutine_fn GRAPH_RDLOCK
+stripe_co_block_status(BlockDriverState *bs, bool want_zero, int64_t offset,
+                       int64_t bytes, int64_t *pnum, int64_t *map,
+                       BlockDriverState **file)
+{
+    BDRVStripeState *s = bs->opaque;
+    uint64_t node_offset, in_unit;
+    uint32_t node;
+
+    /* Report the node's mapping; the generic code asks the node. */
+    in_unit = stripe_map(&s->geo, offset, &node, &node_offset);
+    *pnum = MIN(bytes, in_unit);
+    *map = node_offset;
+    *file = s->nodes[node]->bs;
+    return BDRV_BLOCK_RAW | BDRV_BLOCK_OFFSET_VALID;
+}
+
+static int64_t coroutine_fn GRAPH_RDLOCK
+stripe_co_getlength(BlockDriverState *bs)
+{
+    BDRVStripeState *s = bs->opaque;
+
+    return s->geo.virtual_size;
+}
+
+static int64_t coroutine_fn GRAPH_RDLOCK
+stripe_co_get_allocated_file_size(BlockDriverState *bs)
+{
+    BDRVStripeState *s = bs->opaque;
+    int64_t sum = 0, size;
+    uint32_t i;
+
+    for (i = 0; i < s->node_count; i++) {
+        size = bdrv_co_get_allocated_file_size(s->nodes[i]->bs);
+        if (size < 0) {
+            return size;
+        }
+        sum += size;
+    }
+    return sum;
+}
+
+static int GRAPH_RDLOCK stripe_has_zero_init(BlockDriverState *bs)
+{
+    BDRVStripeState *s = bs->opaque;
+    uint32_t i;
+
+    for (i = 0; i < s->node_count; i++) {
+        if (!bdrv_has_zero_init(s->nodes[i]->bs)) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static int coroutine_fn GRAPH_RDLOCK
+stripe_co_get_info(BlockDriverState *bs, BlockDriverInfo *bdi)
+{
+    BDRVStripeState *s = bs->opaque;
+
+    bdi->cluster_size = s->geo.stripe_unit;
+    bdi->subcluster_size = s->geo.stripe_unit;
+    return 0;
+}
+
+static ImageInfoSpecific * GRAPH_RDLOCK
+stripe_get_specific_info(BlockDriverState *bs, Error **errp)
+{
+    BDRVStripeState *s = bs->opaque;
+    ImageInfoSpecificStripeNodeList **tail;
+    ImageInfoSpecificStripe *info;
+    ImageInfoSpecific *spec;
+    char uuid[37];
+    uint32_t i;
+
+    stripe_uuid_unparse(s->uuid, uuid);
+    info = g_new0(ImageInfoSpecificStripe, 1);
+    *info = (ImageInfoSpecificStripe) {
+        .uuid = g_strdup(uuid),
+        .stripe_unit = s->geo.stripe_unit,
+        .data_offset = s->geo.data_offset,
+        .generation = s->generation,
+    };
+    tail = &info->nodes;
+    for (i = 0; i < s->node_count; i++) {
+        ImageInfoSpecificStripeNode *node =
+            g_new0(ImageInfoSpecificStripeNode, 1);
+
+        node->index = i;
+        node->filename = g_strdup(s->nodes[i]->bs->filename);
+        node->stale_header = s->stale[i];
+        QAPI_LIST_APPEND(tail, node);
+    }
+
+    spec = g_new0(ImageInfoSpecific, 1);
+    spec->type = IMAGE_INFO_SPECIFIC_KIND_STRIPE;
+    spec->u.stripe.data = info;
+    return spec;
+}
+
+/*
+ * stripe:PREFIX when the nodes are PREFIX.0 ... PREFIX.N-1 in index order,
+ * otherwise stripe:F0|F1|... (a single node gets a trailing '|').
+ */
+static void GRAPH_RDLOCK stripe_refresh_filename(BlockDriverState *bs)
+{
+    BDRVStripeState *s = bs->opaque;
+    g_autoptr(GString) name = g_string_new("stripe:");
+    const char *first = s->nodes[0]->bs->exact_filename;
+    size_t plen = strlen(first);
+    bool prefix_form = plen > 2 && g_str_has_suffix(first, ".0");
+    uint32_t i;
+
+    for (i = 0; i < s->node_count; i++) {
+        const char *f = s->nodes[i]->bs->exact_filename;
+        g_autofree char *want = NULL;
+
+        if (!f[0] || strchr(f, '|')) {
+            return;
+        }
+        want = g_strdup_printf("%.*s.%u", (int)(plen - 2), first, i);
+        prefix_form = prefix_form && !strcmp(f, want);
+    }
+    if (prefix_form) {
+        g_string_append_len(name, first, plen - 2);
+    } else {
+        for (i = 0; i < s->node_count; i++) {
+            g_string_append(name, s->nodes[i]->bs->exact_filename);
+            if (i + 1 < s->node_count || s->node_count == 1) {
+                g_string_append_c(name, '|');
+            }
+        }
+    }
+    if (name->len < sizeof(bs->exact_filename)) {
+        pstrcpy(bs->exact_filename, sizeof(bs->exact_filename), name->str);
+    }
+}
+
+static void GRAPH_RDLOCK
+stripe_gather_child_options(BlockDriverState *bs, QDict *target,
+                            bool backing_overridden)
+{
+    BDRVStripeState *s = bs->opaque;
+    QList *list = qlist_new();
+    uint32_t i;
+
+    /* In index order: any order opens the same image. */
+    qdict_put(target, "nodes", list);
+    for (i = 0; i < s->node_count; i++) {
+        qlist_append(list, qobject_ref(s->nodes[i]->bs->full_open_options));
+    }
+}
+
+static char * GRAPH_RDLOCK stripe_dirname(BlockDriverState *bs,
+                                          Error **errp)
+{
+    /* The nodes may live anywhere: there is no single directory. */
+    error_setg(errp, "Cannot generate a base directory for stripe nodes");
+    return NULL;
+}
+
+static int stripe_reopen_prepare(BDRVReopenState *state,
+                                 BlockReopenQueue *queue, Error **errp)
+{
+    /*
+     * Read-only <-> read-write is handled by the generic code for this node
+     * and its nodes; there are no options of our own to change yet.
+     */
+    return 0;
+}
+
+static void GRAPH_RDLOCK stripe_cancel_in_flight(BlockDriverState *bs)
+{
+    BDRVStripeState *s = bs->opaque;
+    uint32_t i;
+
+    /* The generic function does not recurse; nbd nodes implement it. */
+    for (i = 0; i < s->node_count; i++) {
+        bdrv_cancel_in_flight(s->nodes[i]->bs);
+    }
+}
+
+static const char *const stripe_strong_runtime_opts[] = {
+    /* The layout comes from the node headers: no option of ours shapes it */
+    NULL
+};
+
+static BlockDriver bdrv_stripe = {
+    .format_name                        = "stripe",
+    .protocol_name                      = "stripe",
+    .instance_size                      = sizeof(BDRVStripeState),
+
+    .bdrv_parse_filename                = stripe_parse_filename,
+    .bdrv_open                          = stripe_open,
+    .bdrv_close                         = stripe_close,
+    .bdrv_reopen_prepare                = stripe_reopen_prepare,
+    .bdrv_child_perm                    = bdrv_default_perms,
+    .bdrv_refresh_limits                = stripe_refresh_limits,
+
+    .create_opts                        = &stripe_create_opts,
+    .bdrv_co_create                     = stripe_co_create,
+    .bdrv_co_create_opts                = stripe_co_create_opts,
+
+    .bdrv_co_preadv_part                = stripe_co_preadv_part,
+    .bdrv_co_pwritev_part               = stripe_co_pwritev_part,
+    .bdrv_co_pwrite_zeroes              = stripe_co_pwrite_zeroes,
+    .bdrv_co_pdiscard                   = stripe_co_pdiscard,
+    .bdrv_co_flush                      = stripe_co_flush,
+    .bdrv_co_block_status               = stripe_co_block_status,
+    .bdrv_co_truncate                   = stripe_co_truncate,
+    .bdrv_co_getlength                  = stripe_co_getlength,
+    .bdrv_co_get_allocated_file_size    = stripe_co_get_allocated_file_size,
+    .bdrv_has_zero_init                 = stripe_has_zero_init,
+    .bdrv_cancel_in_flight              = stripe_cancel_in_flight,
+
+    .bdrv_co_get_info                   = stripe_co_get_info,
+    .bdrv_get_specific_info             = stripe_get_specific_info,
+    .bdrv_co_check                      = stripe_co_check,
+    .bdrv_refresh_filename              = stripe_refresh_filename,
+    .bdrv_gather_child_options          = stripe_gather_child_options,
+    .bdrv_dirname                       = stripe_dirname,
+
+    .strong_runtime_opts                = stripe_strong_runtime_opts,
+};
+
+static void bdrv_stripe_init(void)
+{
+    bdrv_register(&bdrv_stripe);
+}
+
+block_init(bdrv_stripe_init);

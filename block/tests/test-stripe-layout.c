@@ -1,0 +1,327 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Unit tests of block/stripe-layout.c: header encoding, validation, the
+ * RAID-0 mapping and assembling nodes given in any order.
+ */
+
+#include <glib.h>
+#include <string.h>
+#include <zlib.h>
+
+#include "../stripe-layout.h"
+
+static void make_header(StripeHeader *h, uint32_t index, uint32_t count)
+{
+    static const uint8_t uuid[16] = {
+        0x6b, 0x1e, 0x52, 0x11, 0x27, 0x70, 0x4d, 0x36,
+        0x9a, 0x0c, 0xe4, 0x57, 0x3a, 0x24, 0x91, 0x8e,
+    };
+
+    *h = (StripeHeader) {
+        .version = STRIPE_VERSION,
+        .header_size = STRIPE_HEADER_SIZE,
+        .node_index = index,
+        .node_count = count,
+        .stripe_unit = 64 * 1024,
+        .virtual_size = 100 * 1024 * 1024,
+        .data_offset = 1024 * 1024,
+        .generation = 1,
+    };
+    memcpy(h->uuid, uuid, 16);
+}
+
+/* Re-seal a hand-modified encoded header. */
+static void reseal(uint8_t *buf)
+{
+    uint32_t crc = crc32(0, buf, STRIPE_HEADER_SIZE - 4);
+    int i;
+
+    for (i = 0; i < 4; i++) {
+        buf[STRIPE_HEADER_SIZE - 4 + i] = crc >> (8 * i);
+    }
+}
+
+static void test_roundtrip(void)
+{
+    uint8_t buf[STRIPE_HEADER_SIZE];
+    StripeHeader h, out;
+    char *msg = NULL;
+
+    make_header(&h, 2, 5);
+    h.compat_features = 0x10;
+    h.generation = 77;
+    stripe_header_encode(&h, buf);
+    g_assert_cmpmem(buf, 8, STRIPE_MAGIC, 8);
+    g_assert_cmpint(stripe_header_decode(buf, sizeof(buf), &out, &msg), ==,
+                    STRIPE_HEADER_OK);
+    g_assert_null(msg);
+    g_assert_cmpuint(out.node_index, ==, 2);
+    g_assert_cmpuint(out.node_count, ==, 5);
+    g_assert_cmpuint(out.stripe_unit, ==, h.stripe_unit);
+    g_assert_cmpuint(out.virtual_size, ==, h.virtual_size);
+    g_assert_cmpuint(out.data_offset, ==, h.data_offset);
+    g_assert_cmpuint(out.compat_features, ==, 0x10);
+    g_assert_cmpuint(out.generation, ==, 77);
+    g_assert_cmpmem(out.uuid, 16, h.uuid, 16);
+    /* Little-endian on disk: the node count is at byte 36. */
+    g_assert_cmpuint(buf[36], ==, 5);
+    g_assert_cmpuint(buf[37], ==, 0);
+}
+
+static StripeHeaderStatus decode_status(const uint8_t *buf, char **msg)
+{
+    StripeHeader h;
+
+    g_free(*msg);
+    *msg = NULL;
+    return stripe_header_decode(buf, STRIPE_HEADER_SIZE, &h, msg);
+}
+
+static void test_rejects(void)
+{
+    uint8_t buf[STRIPE_HEADER_SIZE], good[STRIPE_HEADER_SIZE];
+    StripeHeader h;
+    char *msg = NULL;
+
+    memset(buf, 0, sizeof(buf));
+    g_assert_cmpint(decode_status(buf, &msg), ==, STRIPE_HEADER_BLANK);
+    g_assert_nonnull(strstr(msg, "not formatted"));
+
+    memcpy(buf, "QFI\xfb", 4);
+    g_assert_cmpint(decode_status(buf, &msg), ==, STRIPE_HEADER_FOREIGN);
+    g_assert_nonnull(strstr(msg, "other data"));
+
+    make_header(&h, 0, 2);
+    stripe_header_encode(&h, good);
+
+    memcpy(buf, good, sizeof(buf));
+    buf[50] ^= 1;
+    g_assert_cmpint(decode_status(buf, &msg), ==, STRIPE_HEADER_CORRUPT);
+    g_assert_nonnull(strstr(msg, "checksum"));
+
+    memcpy(buf, good, sizeof(buf));
+    buf[8] = 2;                             /* version 2 */
+    reseal(buf);
+    g_assert_cmpint(decode_status(buf, &msg), ==,
+                    STRIPE_HEADER_UNSUPPORTED);
+    g_assert_nonnull(strstr(msg, "version 2"));
+
+    memcpy(buf, good, sizeof(buf));
+    buf[72] = 4;                            /* incompatible bit 2 */
+    reseal(buf);
+    g_assert_cmpint(decode_status(buf, &msg), ==,
+                    STRIPE_HEADER_UNSUPPORTED);
+    g_assert_nonnull(strstr(msg, "0x4"));
+
+    memcpy(buf, good, sizeof(buf));
+    buf[64] = 4;                            /* compatible bits are fine */
+    reseal(buf);
+    g_assert_cmpint(decode_status(buf, &msg), ==, STRIPE_HEADER_OK);
+
+    memcpy(buf, good, sizeof(buf));
+    buf[32] = 2;                            /* index 2 of 2 nodes */
+    reseal(buf);
+    g_assert_cmpint(decode_status(buf, &msg), ==, STRIPE_HEADER_INVALID);
+    g_assert_nonnull(strstr(msg, "node index 2"));
+
+    memcpy(buf, good, sizeof(buf));
+    buf[40] = 0x01;                         /* stripe unit 64 KiB + 1 */
+    reseal(buf);
+    g_assert_cmpint(decode_status(buf, &msg), ==, STRIPE_HEADER_INVALID);
+    g_assert_nonnull(strstr(msg, "stripe unit"));
+
+    memcpy(buf, good, sizeof(buf));
+    buf[36] = 0;                            /* zero nodes */
+    reseal(buf);
+    g_assert_cmpint(decode_status(buf, &msg), ==, STRIPE_HEADER_INVALID);
+
+    memcpy(buf, good, sizeof(buf));
+    buf[48] = 1;                            /* size not a multiple of 512 */
+    reseal(buf);
+    g_assert_cmpint(decode_status(buf, &msg), ==, STRIPE_HEADER_INVALID);
+    g_assert_nonnull(strstr(msg, "virtual size"));
+
+    memcpy(buf, good, sizeof(buf));
+    memset(buf + 56, 0, 8);                 /* data offset 0 */
+    reseal(buf);
+    g_assert_cmpint(decode_status(buf, &msg), ==, STRIPE_HEADER_INVALID);
+    g_assert_nonnull(strstr(msg, "data offset"));
+
+    g_free(msg);
+}
+
+static void test_geometry_check(void)
+{
+    char *msg;
+
+    g_assert_null(stripe_geometry_check(1 << 30, 256 * 1024, 4));
+    msg = stripe_geometry_check(1 << 30, 3 * 4096, 4);
+    g_assert_nonnull(strstr(msg, "stripe-unit 12288 is not a power of two"));
+    g_free(msg);
+    msg = stripe_geometry_check(1 << 30, 256, 4);
+    g_assert_nonnull(strstr(msg, "out of range"));
+    g_free(msg);
+    msg = stripe_geometry_check(1 << 30, UINT64_C(128) << 20, 4);
+    g_assert_nonnull(strstr(msg, "out of range"));
+    g_free(msg);
+    msg = stripe_geometry_check(1 << 30, 65536, 0);
+    g_assert_nonnull(strstr(msg, "0 nodes"));
+    g_free(msg);
+    msg = stripe_geometry_check(1000, 65536, 2);
+    g_assert_nonnull(strstr(msg, "multiple of 512"));
+    g_free(msg);
+    g_assert_cmpuint(stripe_default_data_offset(4096), ==, 1 << 20);
+    g_assert_cmpuint(stripe_default_data_offset(4 << 20), ==, 4 << 20);
+}
+
+/* The mapping against its definition, unit by unit, over odd geometries. */
+static void test_map(void)
+{
+    static const uint32_t counts[] = { 1, 2, 3, 4, 7 };
+    StripeGeometry g;
+    size_t c;
+
+    for (c = 0; c < G_N_ELEMENTS(counts); c++) {
+        uint32_t n = counts[c];
+        uint64_t su = 4096, off;
+
+        stripe_geometry_init(&g, 37 * su + 1024, su, 1 << 20, n);
+        for (off = 0; off < g.virtual_size; off += 512) {
+            uint64_t k = off / su, node_off, left;
+            uint32_t node;
+
+            left = stripe_map(&g, off, &node, &node_off);
+            g_assert_cmpuint(node, ==, k % n);
+            g_assert_cmpuint(node_off, ==,
+                             (1 << 20) + (k / n) * su + off % su);
+            g_assert_cmpuint(left, ==, su - off % su);
+            g_assert_cmpuint(node_off + left, <=,
+                             stripe_node_size_needed(&g));
+        }
+        /* 38 units over n nodes: ceil(38 / n) rows per node */
+        g_assert_cmpuint(stripe_node_size_needed(&g), ==,
+                         (1 << 20) + ((38 + n - 1) / n) * su);
+    }
+}
+
+static void encode_decode(StripeHeader *h)
+{
+    uint8_t buf[STRIPE_HEADER_SIZE];
+
+    stripe_header_encode(h, buf);
+    g_assert_cmpint(stripe_header_decode(buf, sizeof(buf), h, NULL), ==,
+                    STRIPE_HEADER_OK);
+}
+
+static bool assemble(StripeHeader *h, uint32_t n, uint64_t len,
+                     StripeAssembly *as, int *errnode, char **msg)
+{
+    uint64_t lens[STRIPE_MAX_NODES];
+    uint32_t i;
+
+    for (i = 0; i < n; i++) {
+        encode_decode(&h[i]);
+        lens[i] = len;
+    }
+    g_free(*msg);
+    *msg = NULL;
+    return stripe_assemble(h, lens, n, as, errnode, msg);
+}
+
+static void test_assemble(void)
+{
+    const uint64_t len = 64 * 1024 * 1024;
+    StripeHeader h[4];
+    StripeAssembly as;
+    char *msg = NULL;
+    int errnode;
+    uint32_t i;
+
+    /* Given in the order 2, 0, 3, 1: assembled by index. */
+    make_header(&h[0], 2, 4);
+    make_header(&h[1], 0, 4);
+    make_header(&h[2], 3, 4);
+    make_header(&h[3], 1, 4);
+    g_assert_true(assemble(h, 4, len, &as, &errnode, &msg));
+    g_assert_cmpuint(as.order[0], ==, 1);
+    g_assert_cmpuint(as.order[1], ==, 3);
+    g_assert_cmpuint(as.order[2], ==, 0);
+    g_assert_cmpuint(as.order[3], ==, 2);
+    g_assert_cmpuint(as.geo.node_count, ==, 4);
+    for (i = 0; i < 4; i++) {
+        g_assert_false(as.stale[i]);
+    }
+
+    /* Same node given twice. */
+    make_header(&h[3], 2, 4);
+    g_assert_false(assemble(h, 4, len, &as, &errnode, &msg));
+    g_assert_cmpint(errnode, ==, 3);
+    g_assert_nonnull(strstr(msg, "index 2, like node 0"));
+
+    /* One node missing. */
+    make_header(&h[0], 0, 4);
+    make_header(&h[1], 1, 4);
+    make_header(&h[2], 3, 4);
+    g_assert_false(assemble(h, 3, len, &as, &errnode, &msg));
+    g_assert_cmpint(errnode, ==, -1);
+    g_assert_nonnull(strstr(msg, "index 2 is missing"));
+
+    /* A node of another image: the majority decides who is foreign. */
+    make_header(&h[0], 0, 3);
+    make_header(&h[1], 1, 3);
+    make_header(&h[2], 2, 3);
+    h[0].uuid[0] ^= 0xff;
+    g_assert_false(assemble(h, 3, len, &as, &errnode, &msg));
+    g_assert_cmpint(errnode, ==, 0);
+    g_assert_nonnull(strstr(msg, "another image"));
+
+    /* Disagreeing geometry. */
+    make_header(&h[0], 0, 3);
+    h[2].stripe_unit = 128 * 1024;
+    g_assert_false(assemble(h, 3, len, &as, &errnode, &msg));
+    g_assert_cmpint(errnode, ==, 2);
+    g_assert_nonnull(strstr(msg, "geometry"));
+
+    /* A node too small for the image. */
+    make_header(&h[2], 2, 3);
+    {
+        uint64_t lens[3] = { len, 1024 * 1024, len };
+
+        for (i = 0; i < 3; i++) {
+            encode_decode(&h[i]);
+        }
+        g_free(msg);
+        msg = NULL;
+        g_assert_false(stripe_assemble(h, lens, 3, &as, &errnode, &msg));
+        g_assert_cmpint(errnode, ==, 1);
+        g_assert_nonnull(strstr(msg, "too small"));
+    }
+
+    /* A resize cut off after node 1: the newest generation wins. */
+    h[1].generation = 2;
+    h[1].virtual_size = 120 * 1024 * 1024;
+    g_assert_true(assemble(h, 3, len, &as, &errnode, &msg));
+    g_assert_cmpuint(as.geo.virtual_size, ==, 120 * 1024 * 1024);
+    g_assert_cmpuint(as.generation, ==, 2);
+    g_assert_true(as.stale[0]);
+    g_assert_false(as.stale[1]);
+    g_assert_true(as.stale[2]);
+
+    /* Same generation, different sizes: inconsistent. */
+    h[0].generation = 2;
+    g_assert_false(assemble(h, 3, len, &as, &errnode, &msg));
+    g_assert_cmpint(errnode, ==, 1);
+    g_assert_nonnull(strstr(msg, "same generation"));
+    g_free(msg);
+}
+
+int main(int argc, char **argv)
+{
+    g_test_init(&argc, &argv, NULL);
+    g_test_add_func("/stripe-layout/roundtrip", test_roundtrip);
+    g_test_add_func("/stripe-layout/rejects", test_rejects);
+    g_test_add_func("/stripe-layout/geometry-check", test_geometry_check);
+    g_test_add_func("/stripe-layout/map", test_map);
+    g_test_add_func("/stripe-layout/assemble", test_assemble);
+    return g_test_run();
+}
