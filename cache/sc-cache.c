@@ -1,0 +1,216 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * stripe-cache: the cache object: creation, reconfiguration, resize, drop,
+ * statistics.  The IO paths live in sc-read.c, sc-write.c,
+ * sc-writeback.c and sc-flush.c.
+ */
+#include "sc-internal.h"
+
+#include <errno.h>
+
+static void ra_config_from(const SCCache *c, SCRaConfig *rc)
+{
+    rc->trigger_requests = c->opts.readahead_trigger_requests;
+    rc->max_bytes = c->opts.readahead_max_bytes;
+    rc->disable_after_bytes = c->opts.readahead_disable_after_bytes;
+    rc->stripe_unit = c->geo.stripe_unit;
+    rc->min_bytes = c->page_size;
+    rc->disk_size = c->geo.disk_size;
+}
+
+static void apply_options(SCCache *c, const SCOptions *opts)
+{
+    SCRaConfig rc;
+
+    c->opts = *opts;
+    c->meta_limit = MAX(opts->size / 8, SC_MIN_SIZE);
+    ra_config_from(c, &rc);
+    sc_ra_configure(&c->ra, &rc);
+}
+
+SCCache *sc_cache_new(const SCOptions *opts, const SCGeometry *geo,
+                      char **errmsg)
+{
+    SCCache *c;
+    SCRaConfig rc;
+    uint32_t i;
+    char *msg;
+
+    msg = sc_options_check(opts);
+    if (!msg) {
+        msg = sc_geometry_check(geo);
+    }
+    if (msg) {
+        if (errmsg) {
+            *errmsg = msg;
+        } else {
+            g_free(msg);
+        }
+        return NULL;
+    }
+
+    c = g_new0(SCCache, 1);
+    c->geo = *geo;
+    c->page_size = MAX((uint64_t)geo->align,
+                       MIN((uint64_t)SC_PAGE_PREFERRED, geo->stripe_unit));
+    c->page_shift = __builtin_ctzll(c->page_size);
+    c->segment = MIN(geo->stripe_unit, (uint64_t)SC_SEGMENT_MAX);
+    sc_tree_init(&c->map);
+    sc_tree_init(&c->dirty_by_since);
+    g_queue_init(&c->lru);
+    c->pages = g_hash_table_new(g_int64_hash, g_int64_equal);
+    c->page_pool = g_ptr_array_new_with_free_func(g_free);
+    c->nodes = g_new0(SCNode, geo->node_count);
+    for (i = 0; i < geo->node_count; i++) {
+        sc_tree_init(&c->nodes[i].eligible);
+        g_queue_init(&c->nodes[i].prefetch_queue);
+    }
+    sc_tree_init(&c->wb_by_start);
+    sc_tree_init(&c->wb_by_since);
+    c->wb_jobs = g_hash_table_new(g_int64_hash, g_int64_equal);
+    c->fetch_jobs = g_hash_table_new(g_int64_hash, g_int64_equal);
+    g_queue_init(&c->tickets);
+    g_queue_init(&c->pending_global);
+    g_queue_init(&c->pending_range);
+    c->epoch = 1;
+    c->next_job_id = 1;
+    c->opts = *opts;
+    ra_config_from(c, &rc);
+    sc_ra_init(&c->ra, &rc);
+    apply_options(c, opts);
+    return c;
+}
+
+static void free_all_extents(SCCache *c)
+{
+    SCTreeNode *n;
+
+    while ((n = sc_tree_first(&c->map))) {
+        SCExtent *e = sc_ext_of_map(n);
+
+        sc_tree_remove(&c->map, n);
+        g_free(e);
+    }
+}
+
+void sc_cache_free(SCCache *c)
+{
+    GHashTableIter iter;
+    gpointer key, value;
+    uint32_t i;
+
+    if (!c) {
+        return;
+    }
+    /* No job should be in flight; free whatever is left regardless. */
+    g_hash_table_iter_init(&iter, c->wb_jobs);
+    while (g_hash_table_iter_next(&iter, &key, &value)) {
+        g_hash_table_iter_steal(&iter);
+        sc_wb_job_free(c, value);
+    }
+    for (i = 0; i < c->geo.node_count; i++) {
+        g_queue_init(&c->nodes[i].prefetch_queue);
+    }
+    g_hash_table_iter_init(&iter, c->fetch_jobs);
+    while (g_hash_table_iter_next(&iter, &key, &value)) {
+        SCFetchJob *job = value;
+        uint32_t k;
+
+        g_hash_table_iter_steal(&iter);
+        for (k = 0; k < job->npages; k++) {
+            if (job->pages[k]) {
+                sc_page_unref(c, job->pages[k]);
+            }
+        }
+        g_free(job->pages);
+        g_free(job->iov);
+        g_free(job);
+    }
+    free_all_extents(c);
+    sc_store_clear(c);
+    sc_tickets_free_all(c);
+    g_hash_table_destroy(c->pages);
+    g_ptr_array_unref(c->page_pool);
+    g_hash_table_destroy(c->wb_jobs);
+    g_hash_table_destroy(c->fetch_jobs);
+    g_free(c->nodes);
+    g_free(c);
+}
+
+/* Evict clean data until the (possibly smaller) budget is met. */
+static void shrink_to_budget(SCCache *c)
+{
+    if (!sc_make_room(c, 0, 0, 0, 0, true)) {
+        /* Dirty or in-flight data is over it: write back, never drop. */
+        c->pressure = true;
+    }
+}
+
+bool sc_cache_reconfigure(SCCache *c, const SCOptions *opts, char **errmsg)
+{
+    char *msg = sc_options_check(opts);
+
+    if (msg) {
+        if (errmsg) {
+            *errmsg = msg;
+        } else {
+            g_free(msg);
+        }
+        return false;
+    }
+    apply_options(c, opts);
+    shrink_to_budget(c);
+    sc_page_pool_trim(c);
+    return true;
+}
+
+/* Cancel queued prefetch jobs that would read at or past @end. */
+static void cancel_prefetch_beyond(SCCache *c, uint64_t end)
+{
+    uint32_t i;
+
+    for (i = 0; i < c->geo.node_count; i++) {
+        GList *l = c->nodes[i].prefetch_queue.head;
+
+        while (l) {
+            SCFetchJob *job = l->data;
+
+            l = l->next;
+            if (job->end > end) {
+                sc_fetch_cancel(c, job);
+            }
+        }
+    }
+}
+
+void sc_cache_set_disk_size(SCCache *c, uint64_t disk_size)
+{
+    SCRaConfig rc;
+
+    if (disk_size < c->geo.disk_size) {
+        cancel_prefetch_beyond(c, disk_size);
+        sc_invalidate(c, disk_size, UINT64_MAX - disk_size);
+    }
+    c->geo.disk_size = disk_size;
+    ra_config_from(c, &rc);
+    sc_ra_configure(&c->ra, &rc);
+}
+
+int sc_cache_drop(SCCache *c)
+{
+    SCTreeNode *n;
+
+    if (sc_dirty_total(c) || g_hash_table_size(c->wb_jobs) ||
+        c->fetch_issued) {
+        return -EBUSY;
+    }
+    /* Only clean data and queued prefetch jobs are left. */
+    while (sc_prefetch_cancel_one(c)) {
+        /* nothing else to do */
+    }
+    while ((n = sc_tree_first(&c->map))) {
+        sc_ext_delete(c, sc_ext_of_map(n), SC_DROP_INVALIDATE);
+    }
+    sc_ra_reset(&c->ra);
+    return 0;
+}

@@ -1,0 +1,273 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * stripe-cache: the page store and memory accounting.
+ *
+ * Every data byte the cache holds lives in a page of page_size bytes.  A
+ * page is in the store (indexed by offset / page_size) while any CLEAN or
+ * DIRTY byte of it is cached (@used > 0); jobs hold extra references.  A
+ * page with a job reference is never modified: sc_store_writable() copies
+ * it first.  c->mem_bytes counts every live page wherever it is (store,
+ * writeback job, fetch job), which is what cache-size bounds.
+ */
+#include "sc-internal.h"
+
+void sc_iov_iter_init(SCIovIter *it, const struct iovec *iov, int iovcnt,
+                      size_t skip)
+{
+    it->iov = iov;
+    it->iovcnt = iovcnt;
+    it->idx = 0;
+    it->off = 0;
+    sc_iov_iter_skip(it, skip);
+}
+
+/* Advance by @n bytes; also steps over empty elements. */
+void sc_iov_iter_skip(SCIovIter *it, uint64_t n)
+{
+    while (it->idx < it->iovcnt) {
+        uint64_t avail = it->iov[it->idx].iov_len - it->off;
+
+        if (n < avail) {
+            it->off += n;
+            return;
+        }
+        n -= avail;
+        it->idx++;
+        it->off = 0;
+    }
+}
+
+/* Copy @len bytes between the iterator and @buf (@to_iov: into the iov). */
+static void iov_iter_copy(SCIovIter *it, uint8_t *buf, uint64_t len,
+                          bool to_iov)
+{
+    while (len) {
+        uint8_t *base;
+        uint64_t n;
+
+        g_assert(it->idx < it->iovcnt);
+        base = (uint8_t *)it->iov[it->idx].iov_base + it->off;
+        n = MIN(len, it->iov[it->idx].iov_len - it->off);
+        if (to_iov) {
+            memcpy(base, buf, n);
+        } else {
+            memcpy(buf, base, n);
+        }
+        buf += n;
+        len -= n;
+        sc_iov_iter_skip(it, n);
+    }
+}
+
+static uint32_t page_pool_cap(const SCCache *c)
+{
+    return MIN(SC_PAGE_POOL_MAX, c->opts.size / c->page_size / 64);
+}
+
+SCPage *sc_page_alloc(SCCache *c, uint64_t index)
+{
+    SCPage *p = c->page_pool->len
+                ? g_ptr_array_steal_index_fast(c->page_pool,
+                                               c->page_pool->len - 1)
+                : g_malloc(sizeof(SCPage) + c->page_size);
+
+    p->index = index;
+    p->refs = 1;
+    p->used = 0;
+    p->in_store = false;
+    c->mem_bytes += c->page_size;
+    c->page_count++;
+    return p;
+}
+
+void sc_page_unref(SCCache *c, SCPage *p)
+{
+    g_assert(p->refs > 0);
+    if (--p->refs == 0) {
+        g_assert(!p->in_store);
+        c->mem_bytes -= c->page_size;
+        c->page_count--;
+        if (c->page_pool->len < page_pool_cap(c)) {
+            g_ptr_array_add(c->page_pool, p);
+        } else {
+            g_free(p);
+        }
+    }
+}
+
+/* Give pooled pages back beyond the (possibly lowered) cap. */
+void sc_page_pool_trim(SCCache *c)
+{
+    while (c->page_pool->len > page_pool_cap(c)) {
+        g_free(g_ptr_array_steal_index_fast(c->page_pool,
+                                            c->page_pool->len - 1));
+    }
+}
+
+SCPage *sc_store_lookup(SCCache *c, uint64_t index)
+{
+    return g_hash_table_lookup(c->pages, &index);
+}
+
+/* The store takes over one reference of @p. */
+void sc_store_insert(SCCache *c, SCPage *p)
+{
+    g_assert(!sc_store_lookup(c, p->index));
+    p->in_store = true;
+    g_hash_table_insert(c->pages, &p->index, p);
+}
+
+static void store_remove(SCCache *c, SCPage *p)
+{
+    g_hash_table_remove(c->pages, &p->index);
+    p->in_store = false;
+    sc_page_unref(c, p);
+}
+
+SCPage *sc_store_writable(SCCache *c, uint64_t index)
+{
+    SCPage *p = sc_store_lookup(c, index);
+    SCPage *copy;
+
+    if (!p) {
+        p = sc_page_alloc(c, index);
+        sc_store_insert(c, p);
+        return p;
+    }
+    if (p->refs == 1) {
+        return p;
+    }
+    /* A writeback job sends this page: leave it alone, copy it. */
+    copy = sc_page_alloc(c, index);
+    memcpy(copy->data, p->data, c->page_size);
+    copy->used = p->used;
+    copy->in_store = true;
+    /* replace, not insert: the key must point into the new page */
+    g_hash_table_replace(c->pages, &copy->index, copy);
+    p->in_store = false;
+    sc_page_unref(c, p);
+    return copy;
+}
+
+void sc_store_add_used(SCCache *c, uint64_t start, uint64_t end)
+{
+    uint64_t pos = start;
+
+    while (pos < end) {
+        uint64_t pend = sc_round_down(pos, c->page_size) + c->page_size;
+        uint64_t n = MIN(end, pend) - pos;
+        SCPage *p = sc_store_lookup(c, sc_page_index(c, pos));
+
+        g_assert(p && p->used + n <= c->page_size);
+        p->used += n;
+        pos += n;
+    }
+}
+
+void sc_store_sub_used(SCCache *c, uint64_t start, uint64_t end)
+{
+    uint64_t pos = start;
+
+    while (pos < end) {
+        uint64_t pend = sc_round_down(pos, c->page_size) + c->page_size;
+        uint64_t n = MIN(end, pend) - pos;
+        SCPage *p = sc_store_lookup(c, sc_page_index(c, pos));
+
+        g_assert(p && p->used >= n);
+        p->used -= n;
+        if (p->used == 0) {
+            store_remove(c, p);
+        }
+        pos += n;
+    }
+}
+
+static gboolean store_clear_one(gpointer key, gpointer value,
+                                gpointer opaque)
+{
+    SCCache *c = opaque;
+    SCPage *p = value;
+
+    p->in_store = false;
+    sc_page_unref(c, p);
+    return TRUE;
+}
+
+void sc_store_clear(SCCache *c)
+{
+    g_hash_table_foreach_remove(c->pages, store_clear_one, c);
+}
+
+uint32_t sc_pages_spanned(const SCCache *c, uint64_t start, uint64_t end)
+{
+    if (end <= start) {
+        return 0;
+    }
+    return sc_page_index(c, end - 1) - sc_page_index(c, start) + 1;
+}
+
+uint64_t sc_store_pages_to_alloc(SCCache *c, uint64_t start, uint64_t end)
+{
+    uint64_t idx, n = 0;
+
+    if (end <= start) {
+        return 0;
+    }
+    for (idx = sc_page_index(c, start); idx <= sc_page_index(c, end - 1);
+         idx++) {
+        SCPage *p = sc_store_lookup(c, idx);
+
+        if (!p || p->refs > 1) {
+            n++;
+        }
+    }
+    return n;
+}
+
+void sc_pages_copy_in(SCCache *c, uint64_t start, uint64_t end,
+                      SCIovIter *it)
+{
+    uint64_t pos = start;
+
+    while (pos < end) {
+        uint64_t pstart = sc_round_down(pos, c->page_size);
+        uint64_t n = MIN(end, pstart + c->page_size) - pos;
+        SCPage *p = sc_store_writable(c, sc_page_index(c, pos));
+
+        iov_iter_copy(it, p->data + (pos - pstart), n, false);
+        pos += n;
+    }
+}
+
+void sc_pages_copy_out(SCCache *c, uint64_t start, uint64_t end,
+                       SCIovIter *it)
+{
+    uint64_t pos = start;
+
+    while (pos < end) {
+        uint64_t pstart = sc_round_down(pos, c->page_size);
+        uint64_t n = MIN(end, pstart + c->page_size) - pos;
+        SCPage *p = sc_store_lookup(c, sc_page_index(c, pos));
+
+        g_assert(p);
+        iov_iter_copy(it, p->data + (pos - pstart), n, true);
+        pos += n;
+    }
+}
+
+void sc_job_iov_build(SCCache *c, uint64_t start, uint64_t end,
+                      SCPage **pages, struct iovec *iov)
+{
+    uint64_t pos = start;
+    uint32_t k = 0;
+
+    while (pos < end) {
+        uint64_t pstart = sc_round_down(pos, c->page_size);
+        uint64_t n = MIN(end, pstart + c->page_size) - pos;
+
+        iov[k].iov_base = pages[k]->data + (pos - pstart);
+        iov[k].iov_len = n;
+        pos += n;
+        k++;
+    }
+}

@@ -1,0 +1,565 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * stripe-cache: reads, fetch jobs and prefetch.
+ *
+ * A read copies every cached byte at once (clean, dirty or under
+ * writeback: the cache always holds the newest data) and cuts the rest
+ * into pieces.  Absent ranges become fetch jobs, expanded to whole pages
+ * (a multiple of the node alignment) but never across a segment, so one
+ * job is one node request.  The absent bytes of a job's range become
+ * FETCHING extents pointing at the job; a write, discard or drop that hits
+ * them replaces or removes them, and the job's completion fills only the
+ * FETCHING extents still pointing at it.  That is how stale node data is
+ * kept from ever becoming "clean".
+ *
+ * Fetch jobs read into pages of their own (reserved when the job is
+ * created, so memory stays bounded); on completion a job page is adopted
+ * by the store when the store has no page there, otherwise the waiting
+ * bytes are copied.
+ *
+ * Prefetch jobs come from readahead windows, wait in a per-node queue and
+ * are handed out by sc_prefetch_next() within max_fetch_per_node.  When a
+ * guest read needs bytes of a prefetch job that is still queued, the read
+ * gets that job as its own FETCH piece instead of waiting behind the queue.
+ */
+#include "sc-internal.h"
+
+/* Share of cache-size that queued and in-flight prefetch may reserve. */
+#define SC_PREFETCH_SHARE 4
+
+static void sc_prefetch_window(SCCache *c, uint64_t start, uint64_t end);
+
+static SCFetchJob *fetch_job_new(SCCache *c, uint64_t start, uint64_t end,
+                                 bool prefetch)
+{
+    SCFetchJob *job = g_new0(SCFetchJob, 1);
+    uint32_t k;
+
+    job->id = c->next_job_id++;
+    job->start = start;
+    job->end = end;
+    job->node = sc_node_of(c, start);
+    job->prefetch = prefetch;
+    job->queue_link.data = job;
+    job->first_page = sc_page_index(c, start);
+    job->npages = sc_pages_spanned(c, start, end);
+    job->pages = g_new(SCPage *, job->npages);
+    job->iov = g_new(struct iovec, job->npages);
+    for (k = 0; k < job->npages; k++) {
+        job->pages[k] = sc_page_alloc(c, job->first_page + k);
+    }
+    sc_job_iov_build(c, start, end, job->pages, job->iov);
+    c->fetch_mem_bytes += job->npages * c->page_size;
+    if (prefetch) {
+        c->prefetch_mem_bytes += job->npages * c->page_size;
+    }
+    g_hash_table_insert(c->fetch_jobs, &job->id, job);
+    return job;
+}
+
+void sc_fetch_job_free(SCCache *c, SCFetchJob *job)
+{
+    uint32_t k;
+
+    g_hash_table_remove(c->fetch_jobs, &job->id);
+    for (k = 0; k < job->npages; k++) {
+        if (job->pages[k]) {
+            c->fetch_mem_bytes -= c->page_size;
+            if (job->prefetch) {
+                c->prefetch_mem_bytes -= c->page_size;
+            }
+            sc_page_unref(c, job->pages[k]);
+        }
+    }
+    g_free(job->pages);
+    g_free(job->iov);
+    g_free(job);
+}
+
+/* Make every absent byte of the job's range wait for the job. */
+static void fetch_job_claim(SCCache *c, SCFetchJob *job)
+{
+    uint64_t pos = job->start;
+    SCExtent *e = sc_ext_lookup(c, pos);
+
+    while (pos < job->end) {
+        uint64_t gap_end;
+        SCExtent *f;
+
+        if (e && e->start <= pos) {
+            pos = e->end;
+            e = sc_ext_next(e);
+            continue;
+        }
+        gap_end = MIN(job->end, e ? e->start : job->end);
+        f = sc_ext_new(c, pos, gap_end, SC_EXT_FETCHING);
+        f->fetch = job;
+        sc_ext_insert(c, f);
+        pos = gap_end;
+    }
+}
+
+/* A queued prefetch job nobody waits for any more (or that must go). */
+void sc_fetch_cancel(SCCache *c, SCFetchJob *job)
+{
+    SCExtent *e = sc_ext_lookup(c, job->start);
+
+    g_assert(!job->issued);
+    /* Clear the job's extents first: deleting the last one recurses. */
+    job->issued = true;
+    while (e && e->start < job->end) {
+        SCExtent *next = sc_ext_next(e);
+
+        if (e->state == SC_EXT_FETCHING && e->fetch == job) {
+            sc_ext_delete(c, e, SC_DROP_INVALIDATE);
+        }
+        e = next;
+    }
+    g_queue_unlink(&c->nodes[job->node].prefetch_queue, &job->queue_link);
+    sc_fetch_job_free(c, job);
+}
+
+/* Cancel the newest queued prefetch job of the busiest queue. */
+bool sc_prefetch_cancel_one(SCCache *c)
+{
+    SCNode *best = NULL;
+    uint32_t i;
+
+    for (i = 0; i < c->geo.node_count; i++) {
+        SCNode *n = &c->nodes[i];
+
+        if (n->prefetch_queue.length &&
+            (!best || n->prefetch_queue.length >
+                      best->prefetch_queue.length)) {
+            best = n;
+        }
+    }
+    if (!best) {
+        return false;
+    }
+    sc_fetch_cancel(c, best->prefetch_queue.tail->data);
+    return true;
+}
+
+static void job_to_public(const SCFetchJob *job, SCJob *out)
+{
+    memset(out, 0, sizeof(*out));
+    out->id = job->id;
+    out->offset = job->start;
+    out->len = job->end - job->start;
+    out->node = job->node;
+    out->iov = job->iov;
+    out->iovcnt = job->npages;
+}
+
+/* Expand [start, end) to whole pages within its segment and the disk. */
+static void fetch_range(SCCache *c, uint64_t start, uint64_t end,
+                        uint64_t *js, uint64_t *je)
+{
+    uint64_t seg_start = sc_seg_start(c, start);
+    uint64_t seg_end = sc_seg_end(c, start);
+    uint64_t disk_end = sc_round_up(c->geo.disk_size, c->geo.align);
+
+    *js = MAX(sc_round_down(start, c->page_size), seg_start);
+    *je = MIN(sc_round_up(end, c->page_size), seg_end);
+    *je = MAX(MIN(*je, disk_end), end);
+}
+
+static void piece_push(GArray *pieces, SCPieceKind kind, uint64_t off,
+                       uint64_t len, const SCFetchJob *job)
+{
+    SCPiece *last = pieces->len ?
+        &g_array_index(pieces, SCPiece, pieces->len - 1) : NULL;
+    SCPiece p;
+
+    if (last && last->kind == kind && last->offset + last->len == off &&
+        kind != SC_PIECE_FETCH) {
+        last->len += len;
+        return;
+    }
+    if (last && kind == SC_PIECE_FETCH && last->kind == SC_PIECE_FETCH &&
+        last->job.id == job->id && last->offset + last->len == off) {
+        last->len += len;
+        return;
+    }
+    memset(&p, 0, sizeof(p));
+    p.kind = kind;
+    p.offset = off;
+    p.len = len;
+    if (job) {
+        job_to_public(job, &p.job);
+    }
+    g_array_append_val(pieces, p);
+}
+
+/*
+ * Serve a FETCHING extent met by a read: wait for an issued job, or take
+ * over a queued prefetch job so the reader does not queue behind it.
+ */
+static void read_fetching(SCCache *c, GArray *pieces, SCExtent *e,
+                          uint64_t pos, uint64_t end)
+{
+    SCFetchJob *job = e->fetch;
+
+    if (!job->issued) {
+        g_queue_unlink(&c->nodes[job->node].prefetch_queue,
+                       &job->queue_link);
+        job->issued = true;
+        job->handout_call = c->read_call;
+        c->nodes[job->node].fetch_inflight++;
+        c->fetch_issued++;
+        c->stats.readahead_issued_bytes += job->waiting;
+    }
+    if (job->handout_call == c->read_call) {
+        /*
+         * Handed out by this very call (pieces_dedup_fetch() sorts out
+         * a second, non-adjacent piece of the same job).
+         */
+        piece_push(pieces, SC_PIECE_FETCH, pos, end - pos, job);
+    } else {
+        piece_push(pieces, SC_PIECE_WAIT, pos, end - pos, NULL);
+    }
+}
+
+/*
+ * Fix up FETCH pieces pushed for a job that were not contiguous: only the
+ * first one carries the job, the others wait for it.
+ */
+static void pieces_dedup_fetch(GArray *pieces)
+{
+    GHashTable *seen;
+    guint i, fetches = 0;
+
+    for (i = 0; i < pieces->len; i++) {
+        fetches += g_array_index(pieces, SCPiece, i).kind == SC_PIECE_FETCH;
+    }
+    if (fetches < 2) {
+        return;
+    }
+    seen = g_hash_table_new(g_int64_hash, g_int64_equal);
+    for (i = 0; i < pieces->len; i++) {
+        SCPiece *p = &g_array_index(pieces, SCPiece, i);
+
+        if (p->kind != SC_PIECE_FETCH) {
+            continue;
+        }
+        if (g_hash_table_contains(seen, &p->job.id)) {
+            p->kind = SC_PIECE_WAIT;
+            memset(&p->job, 0, sizeof(p->job));
+        } else {
+            g_hash_table_add(seen, &p->job.id);
+        }
+    }
+    g_hash_table_destroy(seen);
+}
+
+/* Mark bytes of prefetched extents as used, splitting at the read. */
+static void read_mark_used(SCCache *c, uint64_t start, uint64_t end)
+{
+    SCExtent *e;
+
+    sc_ext_carve(c, start);
+    sc_ext_carve(c, end);
+    for (e = sc_ext_lookup(c, start); e && e->start < end;
+         e = sc_ext_next(e)) {
+        if (e->state == SC_EXT_CLEAN && e->prefetched) {
+            e->prefetched = false;
+            c->stats.readahead_used_bytes += sc_ext_len(e);
+        }
+    }
+    sc_ext_merge_range(c, start, end);
+}
+
+/*
+ * Fetch [start, end) of one segment, absent when the read looked at it.
+ * A job created earlier in this call may have claimed part of it already
+ * (jobs are expanded to whole pages).
+ */
+static void read_gap_segment(SCCache *c, GArray *pieces, uint64_t start,
+                             uint64_t end)
+{
+    uint64_t pos = start;
+
+    while (pos < end) {
+        SCExtent *e = sc_ext_lookup(c, pos);
+        uint64_t stop, js, je;
+        SCFetchJob *job;
+
+        if (e && e->start <= pos) {
+            stop = MIN(e->end, end);
+            g_assert(e->state == SC_EXT_FETCHING);
+            read_fetching(c, pieces, e, pos, stop);
+            pos = stop;
+            continue;
+        }
+        stop = MIN(end, e ? e->start : end);
+        fetch_range(c, pos, stop, &js, &je);
+        if (!sc_make_room(c, sc_pages_spanned(c, js, je) * c->page_size,
+                          3, 0, 0, true)) {
+            piece_push(pieces, SC_PIECE_DIRECT, pos, stop - pos, NULL);
+            pos = stop;
+            continue;
+        }
+        job = fetch_job_new(c, js, je, false);
+        job->issued = true;
+        job->handout_call = c->read_call;
+        c->fetch_issued++;
+        fetch_job_claim(c, job);
+        piece_push(pieces, SC_PIECE_FETCH, pos, stop - pos, job);
+        pos = stop;
+    }
+}
+
+typedef struct SCGap {
+    uint64_t start;
+    uint64_t end;
+    guint piece;        /* index in the piece list it goes before */
+} SCGap;
+
+GArray *sc_read(SCCache *c, uint64_t offset, uint64_t len,
+                const struct iovec *iov, int iovcnt, size_t iov_offset,
+                unsigned flags, int64_t now_ns)
+{
+    GArray *pieces = g_array_new(FALSE, TRUE, sizeof(SCPiece));
+    GArray *gaps = NULL;
+    GArray *out;
+    uint64_t end = sc_range_end(offset, len);
+    uint64_t pos = offset, hit_bytes = 0, used_start = 0, used_end = 0;
+    bool any_prefetched = false, retry = flags & SC_READ_RETRY;
+    SCIovIter it;
+    SCExtent *e;
+    guint i, g;
+
+    c->read_call++;
+    sc_iov_iter_init(&it, iov, iovcnt, iov_offset);
+    e = sc_ext_lookup(c, offset);
+    while (pos < end) {
+        if (e && e->start <= pos) {
+            uint64_t stop = MIN(e->end, end);
+
+            if (e->state == SC_EXT_FETCHING) {
+                read_fetching(c, pieces, e, pos, stop);
+                sc_iov_iter_skip(&it, stop - pos);
+            } else {
+                sc_pages_copy_out(c, pos, stop, &it);
+                piece_push(pieces, SC_PIECE_HIT, pos, stop - pos, NULL);
+                hit_bytes += stop - pos;
+                if (e->state == SC_EXT_CLEAN) {
+                    sc_ext_touch(c, e);
+                    if (e->prefetched) {
+                        if (!any_prefetched) {
+                            used_start = pos;
+                        }
+                        any_prefetched = true;
+                        used_end = stop;
+                    }
+                }
+            }
+            pos = stop;
+            e = sc_ext_next(e);
+        } else {
+            SCGap gap;
+
+            gap.start = pos;
+            gap.end = MIN(end, e ? e->start : end);
+            gap.piece = pieces->len;
+            if (!gaps) {
+                gaps = g_array_new(FALSE, FALSE, sizeof(SCGap));
+            }
+            g_array_append_val(gaps, gap);
+            sc_iov_iter_skip(&it, gap.end - pos);
+            pos = gap.end;
+        }
+    }
+    if (any_prefetched) {
+        read_mark_used(c, used_start, used_end);
+    }
+
+    /* Now create fetch jobs for the gaps, keeping the pieces in order. */
+    if (!gaps) {
+        out = pieces;
+        goto done;
+    }
+    out = g_array_new(FALSE, TRUE, sizeof(SCPiece));
+    g = 0;
+    for (i = 0; i <= pieces->len; i++) {
+        while (g < gaps->len && g_array_index(gaps, SCGap, g).piece == i) {
+            SCGap *gap = &g_array_index(gaps, SCGap, g);
+            uint64_t s = gap->start;
+
+            while (s < gap->end) {
+                uint64_t stop = MIN(gap->end, sc_seg_end(c, s));
+
+                read_gap_segment(c, out, s, stop);
+                s = stop;
+            }
+            g++;
+        }
+        if (i < pieces->len) {
+            SCPiece *p = &g_array_index(pieces, SCPiece, i);
+
+            g_array_append_val(out, *p);
+        }
+    }
+    g_array_unref(pieces);
+    g_array_unref(gaps);
+done:
+    pieces_dedup_fetch(out);
+
+    if (!retry) {
+        bool missed = false;
+        uint64_t ws, we;
+
+        for (i = 0; i < out->len; i++) {
+            if (g_array_index(out, SCPiece, i).kind != SC_PIECE_HIT) {
+                missed = true;
+            }
+        }
+        c->stats.read_requests++;
+        c->stats.read_hit_bytes += hit_bytes;
+        c->stats.read_miss_bytes += len - hit_bytes;
+        if (missed) {
+            c->stats.read_miss_requests++;
+        } else {
+            c->stats.read_hit_requests++;
+        }
+        if (sc_ra_observe(&c->ra, offset, len, &ws, &we)) {
+            sc_prefetch_window(c, ws, we);
+        }
+    }
+    return out;
+}
+
+/*
+ * Queue prefetch jobs for the absent parts of [start, end): one job per
+ * absent run per segment, so the window spreads over the nodes.
+ */
+static void sc_prefetch_window(SCCache *c, uint64_t start, uint64_t end)
+{
+    uint64_t budget = c->opts.size / SC_PREFETCH_SHARE;
+    uint64_t pos = start;
+    SCExtent *e;
+
+    end = MIN(end, c->geo.disk_size);
+    e = sc_ext_lookup(c, pos);
+    while (pos < end) {
+        uint64_t gap_end, js, je, need;
+        SCFetchJob *job;
+
+        if (e && e->start <= pos) {
+            pos = e->end;
+            e = sc_ext_next(e);
+            continue;
+        }
+        gap_end = MIN(MIN(end, e ? e->start : end), sc_seg_end(c, pos));
+        fetch_range(c, pos, gap_end, &js, &je);
+        need = sc_pages_spanned(c, js, je) * c->page_size;
+        if (c->prefetch_mem_bytes + need > budget ||
+            !sc_make_room(c, need, 3, 0, 0, false)) {
+            return;
+        }
+        job = fetch_job_new(c, js, je, true);
+        fetch_job_claim(c, job);
+        g_queue_push_tail_link(&c->nodes[job->node].prefetch_queue,
+                          &job->queue_link);
+        pos = je;
+        e = sc_ext_lookup(c, pos);
+    }
+}
+
+bool sc_prefetch_next(SCCache *c, SCJob *out)
+{
+    uint32_t i;
+
+    for (i = 0; i < c->geo.node_count; i++) {
+        uint32_t n = (c->prefetch_rr + i) % c->geo.node_count;
+        SCNode *node = &c->nodes[n];
+        SCFetchJob *job;
+
+        if (!node->prefetch_queue.length ||
+            node->fetch_inflight >= c->geo.max_fetch_per_node) {
+            continue;
+        }
+        job = node->prefetch_queue.head->data;
+        g_queue_unlink(&node->prefetch_queue, &job->queue_link);
+        job->issued = true;
+        node->fetch_inflight++;
+        c->fetch_issued++;
+        c->stats.readahead_issued_bytes += job->waiting;
+        c->prefetch_rr = n + 1;
+        job_to_public(job, out);
+        return true;
+    }
+    return false;
+}
+
+/* Turn FETCHING extent @e of @job into clean data from the job's pages. */
+static void fetch_install(SCCache *c, SCFetchJob *job, SCExtent *e)
+{
+    uint64_t pos = e->start;
+
+    while (pos < e->end) {
+        uint64_t idx = sc_page_index(c, pos);
+        uint64_t pstart = idx << c->page_shift;
+        uint64_t n = MIN(e->end, pstart + c->page_size) - pos;
+        uint32_t k = idx - job->first_page;
+        SCPage *sp = sc_store_lookup(c, idx);
+
+        if (!sp && job->pages[k]) {
+            /* Adopt the job's page: no copy. */
+            sc_store_insert(c, job->pages[k]);
+            job->pages[k] = NULL;
+            c->fetch_mem_bytes -= c->page_size;
+            if (job->prefetch) {
+                c->prefetch_mem_bytes -= c->page_size;
+            }
+        } else if (job->pages[k]) {
+            sp = sc_store_writable(c, idx);
+            memcpy(sp->data + (pos - pstart),
+                   job->pages[k]->data + (pos - pstart), n);
+        } else {
+            /* Adopted for an earlier extent of this job: already there. */
+            g_assert(sp);
+        }
+        pos += n;
+    }
+    sc_ext_unindex(c, e);
+    e->state = SC_EXT_CLEAN;
+    e->fetch = NULL;
+    e->prefetched = job->prefetch;
+    sc_store_add_used(c, e->start, e->end);
+    sc_ext_index(c, e);
+}
+
+void sc_fetch_done(SCCache *c, uint64_t job_id, int ret, int64_t now_ns)
+{
+    SCFetchJob *job = g_hash_table_lookup(c->fetch_jobs, &job_id);
+    uint64_t start, end;
+    SCExtent *e;
+
+    g_assert(job && job->issued);
+    start = job->start;
+    end = job->end;
+    c->fetch_issued--;
+    if (job->prefetch) {
+        c->nodes[job->node].fetch_inflight--;
+    }
+    e = sc_ext_lookup(c, job->start);
+    while (e && e->start < job->end) {
+        SCExtent *next = sc_ext_next(e);
+
+        if (e->state == SC_EXT_FETCHING && e->fetch == job) {
+            if (ret == 0) {
+                fetch_install(c, job, e);
+            } else {
+                sc_ext_delete(c, e, SC_DROP_FETCH_FAILED);
+            }
+        }
+        e = next;
+    }
+    g_assert(job->waiting == 0);
+    sc_fetch_job_free(c, job);
+    if (ret == 0) {
+        sc_ext_merge_range(c, start, end);
+    }
+}

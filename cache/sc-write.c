@@ -1,0 +1,267 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * stripe-cache: writes, writer pacing, discard and write-zeroes.
+ *
+ * A write copies the guest data into pages (copy-on-write for pages an
+ * in-flight writeback job sends) and turns its range DIRTY:
+ *   - dirty bytes not in flight keep their since and age (the flush that
+ *     wanted them still gets the newest data);
+ *   - bytes under writeback get a new since and are "blocked" by that job
+ *     until it completes, so no second job for them can start; if the job
+ *     fails they inherit its older since (nothing it owed is forgotten);
+ *   - clean, fetching and absent bytes get the current epoch.
+ * Extents are cut at in-flight job boundaries so that each one is wholly
+ * inside or outside every job.
+ *
+ * Admission: dirty data (including in-flight bytes no longer cached) may
+ * not exceed cache-max-dirty; above cache-target-dirty writers get a delay
+ * that grows smoothly with the dirty level and shrinks with the measured
+ * writeback bandwidth; a write that does not fit in memory or max-dirty
+ * right now is SC_WRITE_BLOCKED (and the writeback planner is put under
+ * pressure); one that can never fit is SC_WRITE_BYPASS.
+ */
+#include "sc-internal.h"
+
+/* Bytes in [start, end) that are DIRTY and not under writeback. */
+static uint64_t dirty_idle_bytes(SCCache *c, uint64_t start, uint64_t end)
+{
+    uint64_t n = 0;
+    SCExtent *e;
+
+    for (e = sc_ext_lookup(c, start); e && e->start < end;
+         e = sc_ext_next(e)) {
+        if (e->state == SC_EXT_DIRTY && !e->wb) {
+            n += MIN(e->end, end) - MAX(e->start, start);
+        }
+    }
+    return n;
+}
+
+/*
+ * Delay for a writer that just dirtied @len bytes, leaving @dirty dirty:
+ * zero up to target-dirty, then len / bandwidth scaled by
+ * (dirty - target) / (max - dirty): the guest may dirty at the writeback
+ * bandwidth half way between target and max, much faster below, and
+ * ever slower as it approaches max, where it would be blocked.
+ */
+static int64_t pacing_delay(SCCache *c, uint64_t dirty, uint64_t len)
+{
+    uint64_t target = c->opts.target_dirty, max = c->opts.max_dirty;
+    double bw = c->bw > 0 ? c->bw : SC_BW_DEFAULT;
+    double delay;
+
+    if (dirty <= target || max <= target) {
+        return 0;
+    }
+    if (dirty >= max) {
+        return SC_MAX_PAUSE_NS;
+    }
+    delay = (double)len * SC_NS_PER_SEC / bw *
+            (double)(dirty - target) / (double)(max - dirty);
+    return delay >= SC_MAX_PAUSE_NS ? SC_MAX_PAUSE_NS : (int64_t)delay;
+}
+
+/* Make a non-DIRTY extent, inside or outside any job, dirty now. */
+static void make_dirty(SCCache *c, SCExtent *e, uint64_t epoch,
+                       int64_t now_ns)
+{
+    e->state = SC_EXT_DIRTY;
+    e->since = epoch;
+    e->dirtied_ns = now_ns;
+    e->blocked_by = sc_wb_job_covering(c, e->start);
+    e->inherit = false;
+    e->prefetched = false;
+    e->fetch = NULL;
+}
+
+/* Write over existing extent @e (data is already in the pages). */
+static void write_over(SCCache *c, SCExtent *e, uint64_t epoch,
+                       int64_t now_ns)
+{
+    uint64_t len = sc_ext_len(e);
+
+    switch (e->state) {
+    case SC_EXT_DIRTY:
+        if (!e->wb) {
+            return;             /* keeps since and age */
+        }
+        sc_ext_unindex(c, e);
+        e->wb->live -= len;
+        c->orphan_bytes += len;
+        e->blocked_by = e->wb;
+        e->wb = NULL;
+        e->inherit = true;
+        e->since = epoch;
+        e->dirtied_ns = now_ns;
+        sc_ext_index(c, e);
+        break;
+    case SC_EXT_CLEAN:
+        if (e->prefetched) {
+            c->stats.readahead_wasted_bytes += len;
+        }
+        sc_ext_unindex(c, e);
+        make_dirty(c, e, epoch, now_ns);
+        sc_ext_index(c, e);
+        break;
+    case SC_EXT_FETCHING: {
+        SCFetchJob *job = e->fetch;
+
+        sc_ext_unindex(c, e);
+        make_dirty(c, e, epoch, now_ns);
+        sc_store_add_used(c, e->start, e->end);
+        sc_ext_index(c, e);
+        if (!job->issued && job->waiting == 0) {
+            sc_fetch_cancel(c, job);
+        }
+        break;
+    }
+    }
+}
+
+/* Cut extents at the boundaries of in-flight jobs inside [start, end). */
+static void carve_job_boundaries(SCCache *c, uint64_t start, uint64_t end)
+{
+    uint64_t pos = start;
+
+    while (pos < end) {
+        pos = sc_wb_boundary_after(c, pos);
+        if (pos >= end) {
+            break;
+        }
+        sc_ext_carve(c, pos);
+    }
+}
+
+static void write_apply(SCCache *c, uint64_t start, uint64_t end,
+                        SCIovIter *it, int64_t now_ns)
+{
+    uint64_t epoch = c->epoch, pos = start;
+    SCExtent *e;
+
+    sc_ext_carve(c, start);
+    sc_ext_carve(c, end);
+    carve_job_boundaries(c, start, end);
+    sc_pages_copy_in(c, start, end, it);
+
+    e = sc_ext_lookup(c, start);
+    while (pos < end) {
+        if (e && e->start <= pos) {
+            SCExtent *next = sc_ext_next(e);
+
+            pos = e->end;
+            write_over(c, e, epoch, now_ns);
+            e = next;
+        } else {
+            uint64_t stop = MIN(end, e ? e->start : end);
+            SCExtent *n;
+
+            stop = MIN(stop, sc_seg_end(c, pos));
+            stop = MIN(stop, sc_wb_boundary_after(c, pos));
+            n = sc_ext_new(c, pos, stop, SC_EXT_DIRTY);
+            make_dirty(c, n, epoch, now_ns);
+            sc_store_add_used(c, pos, stop);
+            sc_ext_insert(c, n);
+            pos = stop;
+        }
+    }
+    sc_ext_merge_range(c, start, end);
+}
+
+void sc_invalidate(SCCache *c, uint64_t offset, uint64_t len)
+{
+    uint64_t end = sc_range_end(offset, len);
+    SCExtent *e;
+
+    if (len == 0) {
+        return;
+    }
+    sc_ext_carve(c, offset);
+    sc_ext_carve(c, end);
+    e = sc_ext_lookup(c, offset);
+    while (e && e->start < end) {
+        SCExtent *next = sc_ext_next(e);
+
+        sc_ext_delete(c, e, SC_DROP_INVALIDATE);
+        e = next;
+    }
+    sc_tickets_update(c, offset, end);
+}
+
+bool sc_range_busy(SCCache *c, uint64_t offset, uint64_t len)
+{
+    if (!len) {
+        return false;
+    }
+    /* The next job boundary is a start unless a job covers @offset. */
+    return sc_wb_job_covering(c, offset) ||
+           sc_wb_boundary_after(c, offset) < sc_range_end(offset, len);
+}
+
+SCWriteResult sc_write(SCCache *c, uint64_t offset, uint64_t len,
+                       const struct iovec *iov, int iovcnt,
+                       size_t iov_offset, unsigned flags, int64_t now_ns)
+{
+    SCWriteResult res = { .status = SC_WRITE_DONE };
+    uint64_t end = sc_range_end(offset, len);
+    uint64_t pages, new_dirty, segs;
+    bool fua = flags & SC_WRITE_FUA;
+    bool through = fua || c->opts.max_dirty == 0 ||
+                   (c->opts.writethrough_until_flush &&
+                    !c->seen_guest_flush);
+    SCIovIter it;
+
+    c->stats.write_requests++;
+    c->stats.write_bytes += len;
+    if (len == 0) {
+        return res;
+    }
+
+    pages = sc_pages_spanned(c, offset, end);
+    if (pages * c->page_size > c->opts.size ||
+        (!through && len > c->opts.max_dirty)) {
+        goto bypass;
+    }
+    new_dirty = len - dirty_idle_bytes(c, offset, end);
+    if (!through && sc_dirty_total(c) + new_dirty > c->opts.max_dirty) {
+        goto blocked;
+    }
+    segs = (end - 1) / c->segment - offset / c->segment + 1;
+    /*
+     * Keep whole pages: evicting a neighbour could free a page we count
+     * as present.
+     */
+    if (!sc_make_room(c, sc_store_pages_to_alloc(c, offset, end) *
+                      c->page_size, segs + 4,
+                      sc_round_down(offset, c->page_size),
+                      sc_round_up(end, c->page_size), true)) {
+        if (sc_dirty_total(c) || c->wb_inflight_bytes) {
+            goto blocked;
+        }
+        goto bypass;
+    }
+
+    c->pressure = false;
+    sc_iov_iter_init(&it, iov, iovcnt, iov_offset);
+    write_apply(c, offset, end, &it, now_ns);
+    if (through) {
+        c->stats.write_through_requests++;
+        res.status = SC_WRITE_THROUGH;
+        res.wait = sc_ticket_new_range(c, offset, end, fua);
+    } else {
+        res.delay_ns = pacing_delay(c, sc_dirty_total(c), len);
+        c->stats.write_throttle_ns += res.delay_ns;
+    }
+    return res;
+
+blocked:
+    c->pressure = true;
+    c->stats.write_blocked_count++;
+    res.status = SC_WRITE_BLOCKED;
+    return res;
+
+bypass:
+    sc_invalidate(c, offset, len);
+    c->stats.write_bypass_requests++;
+    res.status = SC_WRITE_BYPASS;
+    return res;
+}

@@ -1,0 +1,390 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * stripe-cache: the writeback planner.
+ *
+ * Each node has a tree of its eligible dirty extents ordered by (since,
+ * first-dirtied time, offset), so the oldest data of every node is found
+ * in O(log n) and the planner never scans extents.  sc_writeback_next()
+ * picks a seed extent by policy:
+ *   1. data a flush ticket waits for (oldest first; retried at once even
+ *      on a node in error backoff, because somebody is waiting), then data
+ *      a write-through ticket waits for;
+ *   2. under pressure (idle dirty above target-dirty, a refused writer,
+ *      memory over budget): the oldest data of any node not in backoff;
+ *   3. data older than max-dirty-age.
+ * The job is the seed plus the eligible dirty extents contiguous with it in
+ * its segment, so adjacent dirty data goes out as one request that never
+ * crosses a stripe unit.  Nodes at max_writeback_per_node are skipped, so
+ * one slow node holds up only its own data.
+ *
+ * Age is measured from the time data first became dirty (not from its last
+ * write, as librbd does): rewriting a block over and over cannot keep it
+ * from the nodes for longer than max-dirty-age.
+ */
+#include "sc-internal.h"
+
+int sc_job_start_cmp(const SCTreeNode *a, const SCTreeNode *b)
+{
+    const SCWbJob *x = SC_CONTAINER_OF(a, SCWbJob, range_node);
+    const SCWbJob *y = SC_CONTAINER_OF(b, SCWbJob, range_node);
+
+    return x->start < y->start ? -1 : x->start > y->start;
+}
+
+static int job_start_key(const void *key, const SCTreeNode *n)
+{
+    uint64_t off = *(const uint64_t *)key;
+    const SCWbJob *j = SC_CONTAINER_OF(n, SCWbJob, range_node);
+
+    return off < j->start ? -1 : off > j->start;
+}
+
+int sc_job_since_cmp(const SCTreeNode *a, const SCTreeNode *b)
+{
+    const SCWbJob *x = SC_CONTAINER_OF(a, SCWbJob, since_node);
+    const SCWbJob *y = SC_CONTAINER_OF(b, SCWbJob, since_node);
+
+    if (x->min_since != y->min_since) {
+        return x->min_since < y->min_since ? -1 : 1;
+    }
+    return x->id < y->id ? -1 : x->id > y->id;
+}
+
+SCWbJob *sc_wb_job_covering(SCCache *c, uint64_t off)
+{
+    SCTreeNode *n = sc_tree_find_le(&c->wb_by_start, &off, job_start_key);
+    SCWbJob *j = n ? SC_CONTAINER_OF(n, SCWbJob, range_node) : NULL;
+
+    return j && j->end > off ? j : NULL;
+}
+
+/* The first start or end of an in-flight job after @off, or UINT64_MAX. */
+uint64_t sc_wb_boundary_after(SCCache *c, uint64_t off)
+{
+    SCWbJob *j = sc_wb_job_covering(c, off);
+    SCTreeNode *n;
+
+    if (j) {
+        return j->end;
+    }
+    n = sc_tree_find_ge(&c->wb_by_start, &off, job_start_key);
+    return n ? SC_CONTAINER_OF(n, SCWbJob, range_node)->start : UINT64_MAX;
+}
+
+uint64_t sc_dirty_total(const SCCache *c)
+{
+    return c->dirty_bytes + c->orphan_bytes;
+}
+
+static bool node_has_room(SCCache *c, uint32_t n)
+{
+    return c->nodes[n].wb_inflight < c->geo.max_writeback_per_node;
+}
+
+static SCExtent *node_oldest(SCCache *c, uint32_t n)
+{
+    SCTreeNode *t = sc_tree_first(&c->nodes[n].eligible);
+
+    return t ? SC_CONTAINER_OF(t, SCExtent, elig_node) : NULL;
+}
+
+static int64_t age_deadline(SCCache *c, const SCExtent *e)
+{
+    uint64_t age = c->opts.max_dirty_age_ns;
+
+    return e->dirtied_ns > INT64_MAX - (int64_t)age
+           ? INT64_MAX : e->dirtied_ns + (int64_t)age;
+}
+
+/*
+ * The oldest eligible extent on a node that can take a job now.  With
+ * @background, nodes in error backoff are skipped and, unless @pressure,
+ * so are nodes whose oldest data is younger than max-dirty-age.
+ */
+static SCExtent *oldest_eligible(SCCache *c, bool background,
+                                 bool pressure, int64_t now_ns)
+{
+    SCExtent *best = NULL;
+    uint32_t n;
+
+    for (n = 0; n < c->geo.node_count; n++) {
+        SCExtent *e;
+
+        if (!node_has_room(c, n) ||
+            (background && c->nodes[n].backoff_until > now_ns)) {
+            continue;
+        }
+        e = node_oldest(c, n);
+        if (!e || (background && !pressure &&
+                   age_deadline(c, e) > now_ns)) {
+            continue;
+        }
+        if (!best || sc_ext_elig_cmp(&e->elig_node, &best->elig_node) < 0) {
+            best = e;
+        }
+    }
+    return best;
+}
+
+/* Policy 1: data that a flush or write-through ticket waits for. */
+static SCExtent *pick_for_tickets(SCCache *c)
+{
+    GList *l;
+
+    if (c->pending_global.length) {
+        SCFlush *newest = c->pending_global.tail->data;
+        SCExtent *e = oldest_eligible(c, false, false, 0);
+
+        if (e && e->since <= newest->seq) {
+            return e;
+        }
+    }
+    for (l = c->pending_range.head; l; l = l->next) {
+        SCFlush *t = l->data;
+        SCExtent *e;
+
+        for (e = sc_ext_lookup(c, t->start); e && e->start < t->end;
+             e = sc_ext_next(e)) {
+            if (sc_ext_eligible(e) && e->since <= t->seq &&
+                node_has_room(c, sc_node_of(c, e->start))) {
+                return e;
+            }
+        }
+    }
+    return NULL;
+}
+
+static bool under_pressure(SCCache *c)
+{
+    uint64_t idle = sc_dirty_total(c) - c->wb_inflight_bytes;
+
+    return c->pressure || idle > c->opts.target_dirty ||
+           c->mem_bytes > c->opts.size;
+}
+
+/* Writeback busy time: the bandwidth estimate ignores idle periods. */
+static void bw_account(SCCache *c, int64_t now_ns)
+{
+    if (now_ns > c->bw_last_ns) {
+        if (g_hash_table_size(c->wb_jobs)) {
+            c->bw_busy_ns += now_ns - c->bw_last_ns;
+        }
+        c->bw_last_ns = now_ns;
+    }
+}
+
+static void bw_sample(SCCache *c, uint64_t bytes)
+{
+    double sample;
+
+    c->bw_bytes += bytes;
+    if (c->bw_busy_ns < (int64_t)SC_BW_SAMPLE_NS) {
+        return;
+    }
+    sample = (double)c->bw_bytes * SC_NS_PER_SEC / c->bw_busy_ns;
+    c->bw = c->bw > 0 ? (3 * c->bw + sample) / 4 : sample;
+    c->bw_bytes = 0;
+    c->bw_busy_ns = 0;
+}
+
+static SCWbJob *build_job(SCCache *c, SCExtent *seed)
+{
+    uint64_t seg = sc_seg_start(c, seed->start);
+    SCExtent *first = seed, *last = seed, *x;
+    SCWbJob *job = g_new0(SCWbJob, 1);
+    uint32_t k;
+
+    while ((x = sc_ext_prev(first)) && x->end == first->start &&
+           sc_ext_eligible(x) && sc_seg_start(c, x->start) == seg) {
+        first = x;
+    }
+    while ((x = sc_ext_next(last)) && last->end == x->start &&
+           sc_ext_eligible(x) && sc_seg_start(c, x->start) == seg) {
+        last = x;
+    }
+
+    job->id = c->next_job_id++;
+    job->start = first->start;
+    job->end = last->end;
+    job->live = job->end - job->start;
+    job->node = sc_node_of(c, job->start);
+    job->min_since = UINT64_MAX;
+    job->min_dirtied_ns = INT64_MAX;
+    for (x = first;; x = sc_ext_next(x)) {
+        sc_tree_remove(&c->nodes[job->node].eligible, &x->elig_node);
+        x->wb = job;
+        job->min_since = MIN(job->min_since, x->since);
+        job->min_dirtied_ns = MIN(job->min_dirtied_ns, x->dirtied_ns);
+        if (x == last) {
+            break;
+        }
+    }
+
+    job->first_page = sc_page_index(c, job->start);
+    job->npages = sc_pages_spanned(c, job->start, job->end);
+    job->pages = g_new(SCPage *, job->npages);
+    job->iov = g_new(struct iovec, job->npages);
+    for (k = 0; k < job->npages; k++) {
+        SCPage *p = sc_store_lookup(c, job->first_page + k);
+
+        g_assert(p);
+        p->refs++;              /* pinned: writers copy it from now on */
+        job->pages[k] = p;
+    }
+    sc_job_iov_build(c, job->start, job->end, job->pages, job->iov);
+    job->fua = sc_tickets_want_fua(c, job->start, job->end,
+                                   job->min_since);
+
+    sc_tree_insert(&c->wb_by_start, &job->range_node, sc_job_start_cmp);
+    sc_tree_insert(&c->wb_by_since, &job->since_node, sc_job_since_cmp);
+    g_hash_table_insert(c->wb_jobs, &job->id, job);
+    c->nodes[job->node].wb_inflight++;
+    c->wb_inflight_bytes += job->end - job->start;
+    return job;
+}
+
+bool sc_writeback_next(SCCache *c, int64_t now_ns, SCJob *out)
+{
+    SCExtent *e = pick_for_tickets(c);
+    SCWbJob *job;
+
+    if (!e) {
+        e = oldest_eligible(c, true, under_pressure(c), now_ns);
+    }
+    if (!e) {
+        return false;
+    }
+    bw_account(c, now_ns);
+    job = build_job(c, e);
+    c->stats.writeback_requests++;
+    c->stats.writeback_bytes += job->end - job->start;
+
+    memset(out, 0, sizeof(*out));
+    out->id = job->id;
+    out->offset = job->start;
+    out->len = job->end - job->start;
+    out->node = job->node;
+    out->fua = job->fua;
+    out->iov = job->iov;
+    out->iovcnt = job->npages;
+    return true;
+}
+
+void sc_wb_job_free(SCCache *c, SCWbJob *job)
+{
+    uint32_t k;
+
+    for (k = 0; k < job->npages; k++) {
+        sc_page_unref(c, job->pages[k]);
+    }
+    g_free(job->pages);
+    g_free(job->iov);
+    g_free(job);
+}
+
+/*
+ * Settle the extents of a finished job.  Returns true if any cached data
+ * still depends on it (for error reporting).
+ */
+static bool settle_extents(SCCache *c, SCWbJob *job, int ret)
+{
+    SCExtent *e = sc_ext_lookup(c, job->start);
+    bool depends = false;
+
+    while (e && e->start < job->end) {
+        SCExtent *next = sc_ext_next(e);
+
+        if (e->state == SC_EXT_DIRTY && e->wb == job) {
+            depends = true;
+            sc_ext_unindex(c, e);
+            e->wb = NULL;
+            if (ret == 0) {
+                e->state = SC_EXT_CLEAN;
+                e->prefetched = false;
+            }
+            sc_ext_index(c, e);
+        } else if (e->state == SC_EXT_DIRTY && e->blocked_by == job) {
+            sc_ext_unindex(c, e);
+            e->blocked_by = NULL;
+            if (ret < 0 && e->inherit) {
+                /* What the job owed is owed by the newer data now. */
+                depends = true;
+                e->since = MIN(e->since, job->min_since);
+                e->dirtied_ns = MIN(e->dirtied_ns, job->min_dirtied_ns);
+            }
+            e->inherit = false;
+            sc_ext_index(c, e);
+        }
+        e = next;
+    }
+    return depends;
+}
+
+void sc_writeback_done(SCCache *c, uint64_t job_id, int ret,
+                       int64_t now_ns)
+{
+    SCWbJob *job = g_hash_table_lookup(c->wb_jobs, &job_id);
+    SCNode *node;
+    uint64_t len, start, end;
+    bool depends;
+
+    g_assert(job);
+    node = &c->nodes[job->node];
+    start = job->start;
+    end = job->end;
+    len = end - start;
+
+    bw_account(c, now_ns);
+    g_hash_table_remove(c->wb_jobs, &job->id);
+    sc_tree_remove(&c->wb_by_start, &job->range_node);
+    sc_tree_remove(&c->wb_by_since, &job->since_node);
+    node->wb_inflight--;
+    c->wb_inflight_bytes -= len;
+    c->orphan_bytes -= len - job->live;
+
+    depends = settle_extents(c, job, ret);
+    if (ret == 0) {
+        node->backoff_ns = 0;
+        node->backoff_until = 0;
+        bw_sample(c, len);
+    } else {
+        c->stats.writeback_errors++;
+        node->backoff_ns = node->backoff_ns
+            ? MIN(node->backoff_ns * 2, (int64_t)SC_BACKOFF_MAX_NS)
+            : (int64_t)SC_BACKOFF_MIN_NS;
+        node->backoff_until = now_ns + node->backoff_ns;
+        if (depends) {
+            sc_tickets_fail(c, start, end, job->min_since, ret);
+        }
+    }
+    sc_wb_job_free(c, job);
+    sc_ext_merge_range(c, start, end);
+    sc_tickets_update(c, start, end);
+    if (c->mem_bytes > c->opts.size) {
+        /* cache-size was lowered: what became clean can go now */
+        sc_make_room(c, 0, 0, 0, 0, true);
+    }
+}
+
+int64_t sc_next_deadline(SCCache *c, int64_t now_ns)
+{
+    bool pressure = under_pressure(c);
+    int64_t best = INT64_MAX;
+    uint32_t n;
+
+    if (pick_for_tickets(c)) {
+        return now_ns;
+    }
+    for (n = 0; n < c->geo.node_count; n++) {
+        SCExtent *e = node_oldest(c, n);
+        int64_t t;
+
+        if (!e || !node_has_room(c, n)) {
+            continue;
+        }
+        t = pressure ? now_ns : age_deadline(c, e);
+        t = MAX(t, c->nodes[n].backoff_until);
+        best = MIN(best, t);
+    }
+    return best == INT64_MAX ? best : MAX(best, now_ns);
+}

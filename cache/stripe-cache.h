@@ -1,0 +1,338 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * stripe-cache: the writeback cache and readahead core of qemu-stripe.
+ *
+ * This is a sans-IO library: it never performs IO, never sleeps and never
+ * reads a clock.  It decides what to read, write back, evict and prefetch;
+ * the caller (block/stripe-cache.c in QEMU, or a test) performs the IO and
+ * reports completions.  That keeps every decision deterministic and lets the
+ * same code run under a randomized model test, a fuzzer and QEMU.
+ *
+ * Only glib and the C library are used; no QEMU header is included.
+ *
+ * Threading: an SCCache is not thread-safe.  The caller serialises all calls
+ * on one cache (QEMU holds a mutex around them, never across a yield).
+ *
+ * Time: every call that needs the time takes @now_ns, a monotonic clock in
+ * nanoseconds chosen by the caller.
+ *
+ * Buffers: data lives in cache-owned buffers.  Jobs handed to the caller
+ * (writeback and fetch) carry an iovec pointing into those buffers; it stays
+ * valid until the job is completed with sc_writeback_done() or
+ * sc_fetch_done(), whatever happens to the cached range meanwhile.
+ */
+#ifndef STRIPE_CACHE_H
+#define STRIPE_CACHE_H
+
+#include <glib.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+/*
+ * Options
+ */
+
+typedef struct SCOptions {
+    uint64_t size;                /* cache-size: bytes of memory, all states */
+    uint64_t max_dirty;           /* cache-max-dirty: 0 means write-through */
+    uint64_t target_dirty;        /* cache-target-dirty: writeback starts */
+    uint64_t max_dirty_age_ns;    /* cache-max-dirty-age */
+    bool writethrough_until_flush;
+    uint32_t readahead_trigger_requests;
+    uint64_t readahead_max_bytes;           /* 0 disables readahead */
+    uint64_t readahead_disable_after_bytes; /* 0 means never disable */
+} SCOptions;
+
+/* Defaults compatible with librbd's (see docs/cache-options.md). */
+void sc_options_init_defaults(SCOptions *opts);
+
+/*
+ * Check @opts for consistency (target-dirty <= max-dirty <= size, ...).
+ * Returns NULL when valid, otherwise a newly allocated message that names
+ * the QEMU option (e.g. "cache-max-dirty") and the offending value(s).
+ */
+char *sc_options_check(const SCOptions *opts);
+
+/*
+ * Geometry of the striped disk the cache sits in front of.
+ * Stripe unit k lives on node k % node_count.
+ */
+typedef struct SCGeometry {
+    uint64_t disk_size;         /* nothing at or past it is read ahead */
+    uint64_t stripe_unit;       /* power of two; jobs never cross one */
+    uint32_t node_count;        /* >= 1 */
+    uint32_t align;             /* node request alignment, power of two,
+                                   <= stripe_unit; fetches are aligned */
+    uint32_t max_writeback_per_node;  /* in-flight writeback jobs, >= 1 */
+    uint32_t max_fetch_per_node;      /* in-flight prefetch jobs, >= 1 */
+} SCGeometry;
+
+typedef struct SCCache SCCache;
+
+/*
+ * Create a cache.  Returns NULL and sets *@errmsg (newly allocated, naming
+ * the option or geometry field) when @opts or @geo is invalid.
+ */
+SCCache *sc_cache_new(const SCOptions *opts, const SCGeometry *geo,
+                      char **errmsg);
+
+/*
+ * Free the cache and all cached data.  No job may be in flight.  Dirty data
+ * is lost: callers flush first (or check sc_cache_drop()).
+ */
+void sc_cache_free(SCCache *c);
+
+/*
+ * Apply new options (QEMU reopen).  Validates like sc_options_check() and
+ * leaves the cache untouched on error.  Shrinking the size evicts clean
+ * data; dirty data above a lowered max-dirty is written back, never dropped.
+ */
+bool sc_cache_reconfigure(SCCache *c, const SCOptions *opts, char **errmsg);
+
+/*
+ * The disk was resized.  Cached data at or beyond a new, smaller size is
+ * dropped (the guest shrank the disk); no job may be in flight beyond it.
+ */
+void sc_cache_set_disk_size(SCCache *c, uint64_t disk_size);
+
+/*
+ * Drop everything cached (migration destination: another host may have
+ * changed the nodes).  Returns 0 on success.  Returns -EBUSY and drops
+ * nothing if any data is dirty or any job is in flight: dirty data is never
+ * dropped by this call.
+ */
+int sc_cache_drop(SCCache *c);
+
+/*
+ * Reads
+ */
+
+typedef enum SCPieceKind {
+    SC_PIECE_HIT,    /* already copied into the caller's buffer */
+    SC_PIECE_FETCH,  /* caller must run fetch job @job, then read again */
+    SC_PIECE_WAIT,   /* another fetch fills it: wait for any
+                        sc_fetch_done(), then read this piece again */
+    SC_PIECE_DIRECT, /* not cacheable now (no memory): caller reads it
+                        from the nodes straight into its own buffer */
+} SCPieceKind;
+
+typedef struct SCJob {
+    uint64_t id;                /* handle for the *_done() call */
+    uint64_t offset;            /* disk offset */
+    uint64_t len;
+    uint32_t node;              /* (offset / stripe_unit) % node_count */
+    bool fua;                   /* writeback only: a FUA write waits for
+                                   these bytes, write them with FUA */
+    struct iovec *iov;          /* cache-owned, valid until *_done() */
+    int iovcnt;
+} SCJob;
+
+typedef struct SCPiece {
+    SCPieceKind kind;
+    uint64_t offset;
+    uint64_t len;
+    SCJob job;                  /* SC_PIECE_FETCH only */
+} SCPiece;
+
+/* Flags for sc_read() */
+enum {
+    /*
+     * A retry of pieces of an earlier request: not observed by the
+     * readahead detector and not counted again in the hit/miss stats.
+     */
+    SC_READ_RETRY = 1 << 0,
+};
+
+/*
+ * Read [@offset, @offset + @len) into @iov (starting @iov_offset bytes into
+ * it).  Every byte the cache holds in any state (clean, dirty, under
+ * writeback) is copied at once; the newest data always wins.  Returns the
+ * pieces the request was cut into, in disk order, as a GArray of SCPiece
+ * (free with g_array_unref()).  Fetch jobs are returned with their buffer
+ * already reserved; the caller reads the nodes into job.iov, completes them
+ * with sc_fetch_done() and calls sc_read() again with SC_READ_RETRY for the
+ * FETCH and WAIT pieces.  A FETCH job may be larger than its piece (it is
+ * expanded to the node alignment).
+ *
+ * Non-retry reads feed the readahead detector, which may queue prefetch jobs
+ * (see sc_prefetch_next()).
+ */
+GArray *sc_read(SCCache *c, uint64_t offset, uint64_t len,
+                const struct iovec *iov, int iovcnt, size_t iov_offset,
+                unsigned flags, int64_t now_ns);
+
+/*
+ * Next queued prefetch job that may be issued now (bounded per node), or
+ * false.  Prefetch jobs are aligned to, and never cross, the stripe unit.
+ */
+bool sc_prefetch_next(SCCache *c, SCJob *job);
+
+/*
+ * A fetch job (demand or prefetch) completed.  ret is 0 or -errno.  On
+ * success the bytes still waiting for this job become clean cached data;
+ * bytes written, discarded or dropped meanwhile are not touched (the newer
+ * data wins).  On failure nothing is cached.
+ */
+void sc_fetch_done(SCCache *c, uint64_t job_id, int ret, int64_t now_ns);
+
+/*
+ * Writes
+ */
+
+typedef struct SCFlush SCFlush;
+
+typedef enum SCWriteStatus {
+    /* Absorbed as dirty data: complete the guest write after delay_ns. */
+    SC_WRITE_DONE,
+    /*
+     * Absorbed, but write-through applies (max-dirty 0, FUA, or no flush
+     * seen yet with writethrough-until-flush): complete the guest write
+     * with the result of the flush ticket @wait (see sc_flush_status()),
+     * then release it.
+     */
+    SC_WRITE_THROUGH,
+    /*
+     * Not absorbed: dirty data is at max-dirty or memory is full.  Wait for
+     * a writeback completion and call sc_write() again.
+     */
+    SC_WRITE_BLOCKED,
+    /*
+     * Not absorbed: the request can never fit (larger than max-dirty or the
+     * cache), or nothing can free memory for it now.  The cached copy of
+     * the range was dropped.  The caller writes it to the nodes itself
+     * once sc_range_busy() is false, then calls sc_invalidate() on the
+     * range (see there).
+     */
+    SC_WRITE_BYPASS,
+} SCWriteStatus;
+
+typedef struct SCWriteResult {
+    SCWriteStatus status;
+    int64_t delay_ns;   /* SC_WRITE_DONE: pacing delay, 0 below target */
+    SCFlush *wait;      /* SC_WRITE_THROUGH: ticket to wait on */
+} SCWriteResult;
+
+/* Flags for sc_write() */
+enum {
+    SC_WRITE_FUA = 1 << 0,      /* write through this request */
+};
+
+/*
+ * Write [@offset, @offset + @len) from @iov (at @iov_offset).  The data is
+ * copied into the cache.  Data under writeback may be overwritten at any
+ * time; the core never lets two jobs for the same bytes be in flight at
+ * once, so the newest data always reaches the node last.
+ */
+SCWriteResult sc_write(SCCache *c, uint64_t offset, uint64_t len,
+                       const struct iovec *iov, int iovcnt,
+                       size_t iov_offset, unsigned flags, int64_t now_ns);
+
+/*
+ * Discard or write-zeroes of [@offset, @offset + @len): drop the cached
+ * range in every state (the guest replaces it), without copying data, and
+ * cancel pending fetches for it.  The caller then sends the request to the
+ * nodes, but only once sc_range_busy() is false, so that no older writeback
+ * lands after it.
+ *
+ * When that node request has completed, the caller calls sc_invalidate()
+ * on the range once more (also after an SC_WRITE_BYPASS write): a read
+ * that started a fetch while the request was on its way may have read the
+ * old node data, and only the second call keeps it from becoming clean
+ * cached data.  The core cannot do it alone: it never sees the caller's
+ * direct node IO complete.
+ */
+void sc_invalidate(SCCache *c, uint64_t offset, uint64_t len);
+
+/* True while a writeback job overlapping the range is in flight. */
+bool sc_range_busy(SCCache *c, uint64_t offset, uint64_t len);
+
+/*
+ * Writeback
+ */
+
+/*
+ * Next writeback job to issue now, or false.  Policy, in order: data that
+ * a flush or write-through waits for; dirty data above target-dirty,
+ * oldest first; data older than max-dirty-age.  Adjacent dirty data is
+ * coalesced into one job aligned to and not crossing the stripe unit;
+ * jobs per node are bounded by max_writeback_per_node; bytes of an
+ * in-flight job are never in a second job.
+ */
+bool sc_writeback_next(SCCache *c, int64_t now_ns, SCJob *job);
+
+/*
+ * A writeback job completed with ret (0 or -errno).  On success its bytes
+ * become clean unless overwritten meanwhile.  On failure they stay dirty
+ * (retried later) and the error is reported to the flushes waiting for
+ * them, or, if none, kept for the next flush.
+ */
+void sc_writeback_done(SCCache *c, uint64_t job_id, int ret,
+                       int64_t now_ns);
+
+/*
+ * Earliest time at which sc_writeback_next() may return a job that it does
+ * not return now (age-based writeback, retry backoff), or INT64_MAX.
+ */
+int64_t sc_next_deadline(SCCache *c, int64_t now_ns);
+
+/*
+ * Flush
+ */
+
+/*
+ * Start a flush of everything dirty now.  A flush completes once every
+ * byte dirty at its start has been written back successfully at least once
+ * since (newer data in its place is fine); writes during the flush do not
+ * delay it.  @from_guest: a guest flush ends writethrough-until-flush.
+ * A pending writeback error is reported by this flush.
+ */
+SCFlush *sc_flush_begin(SCCache *c, bool from_guest);
+
+/* 1 while pending, 0 when done, -errno if a writeback for it failed. */
+int sc_flush_status(SCCache *c, SCFlush *f);
+
+/* Forget a flush ticket, pending or not. */
+void sc_flush_release(SCCache *c, SCFlush *f);
+
+/*
+ * Statistics
+ */
+
+typedef struct SCStats {
+    /* reads */
+    uint64_t read_requests;
+    uint64_t read_hit_requests;       /* served fully from the cache */
+    uint64_t read_miss_requests;      /* needed at least one fetch */
+    uint64_t read_hit_bytes;
+    uint64_t read_miss_bytes;
+    /* readahead */
+    uint64_t readahead_issued_bytes;
+    uint64_t readahead_used_bytes;    /* read by the guest */
+    uint64_t readahead_wasted_bytes;  /* evicted or dropped unread */
+    uint64_t readahead_streams;       /* currently tracked streams */
+    /* writes */
+    uint64_t write_requests;
+    uint64_t write_bytes;
+    uint64_t write_through_requests;
+    uint64_t write_bypass_requests;
+    uint64_t write_blocked_count;     /* SC_WRITE_BLOCKED answers */
+    uint64_t write_throttle_ns;       /* sum of pacing delays handed out */
+    uint64_t writeback_requests;
+    uint64_t writeback_bytes;
+    uint64_t writeback_errors;
+    uint64_t flushes;
+    uint64_t flush_errors;
+    /* now */
+    uint64_t dirty_bytes;             /* includes bytes under writeback */
+    uint64_t writeback_inflight_bytes;
+    uint64_t clean_bytes;
+    uint64_t fetching_bytes;          /* reserved for in-flight fetches */
+    uint64_t memory_bytes;            /* all data buffers, <= size */
+    uint64_t metadata_bytes;          /* extent/job bookkeeping */
+    uint64_t extents;
+} SCStats;
+
+void sc_cache_get_stats(SCCache *c, SCStats *stats);
+
+#endif /* STRIPE_CACHE_H */
