@@ -272,6 +272,15 @@ stripe_co_truncate(BlockDriverState *bs, int64_t offset, bool exact,
     if (offset == old_size) {
         return 0;
     }
+    /* The cache knows the old size: resize with nothing dirty in it. */
+    if (s->cache) {
+        ret = stripe_cache_co_writeback_all(bs);
+        if (ret < 0) {
+            error_setg_errno(errp, -ret, "stripe: cannot write the cache "
+                             "back before resizing");
+            return ret;
+        }
+    }
 
     geo.virtual_size = offset;
     needed = stripe_node_size_needed(&geo);
@@ -323,5 +332,11 @@ stripe_co_truncate(BlockDriverState *bs, int64_t offset, bool exact,
     trace_stripe_resize(bs, old_size, offset);
     s->geo.virtual_size = offset;
     s->generation++;
-    return stripe_co_write_all_headers(bs, errp);
+    ret = stripe_co_write_all_headers(bs, errp);
+    if (s->cache) {
+        qemu_mutex_lock(&s->cache->lock);
+        sc_cache_set_disk_size(s->cache->core, s->geo.virtual_size);
+        qemu_mutex_unlock(&s->cache->lock);
+    }
+    return ret;
 }

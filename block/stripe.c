@@ -19,6 +19,7 @@
 #include "qobject/qlist.h"
 #include "qemu/cutils.h"
 #include "qemu/module.h"
+#include "qemu/option.h"
 #include "stripe.h"
 #include "trace.h"
 
@@ -74,9 +75,20 @@ static int stripe_open(BlockDriverState *bs, QDict *options, int flags,
 {
     BDRVStripeState *s = bs->opaque;
     g_autofree BdrvChild **given = NULL;
+    QemuOpts *opts;
     int count, i;
 
     qdict_flatten(options);
+
+    /* Bad options fail before any node is even opened. */
+    opts = qemu_opts_create(&stripe_runtime_opts, NULL, 0, &error_abort);
+    if (!qemu_opts_absorb_qdict(opts, options, errp) ||
+        !stripe_parse_cache_options(opts, &s->cache_opts, errp)) {
+        qemu_opts_del(opts);
+        return -EINVAL;
+    }
+    qemu_opts_del(opts);
+
     if (qdict_haskey(options, "nodes")) {
         error_setg(errp, "stripe: option 'nodes' must be a list of nodes "
                    "(nodes.0, nodes.1, ...), not a single value");
@@ -136,6 +148,15 @@ static int stripe_open(BlockDriverState *bs, QDict *options, int flags,
     }
     bs->supported_truncate_flags = BDRV_REQ_ZERO_WRITE;
 
+    /*
+     * cache.direct=on (cache=none, directsync) sends IO straight to the
+     * nodes; every other mode goes through the writeback cache.
+     */
+    if (!(flags & BDRV_O_NOCACHE) &&
+        stripe_cache_open(bs, &s->cache_opts, flags, errp) < 0) {
+        return -EINVAL;
+    }
+
     trace_stripe_open(bs, count, s->geo.virtual_size, s->geo.stripe_unit);
     return 0;
 }
@@ -144,24 +165,37 @@ static void stripe_close(BlockDriverState *bs)
 {
     BDRVStripeState *s = bs->opaque;
 
+    if (s->cache) {
+        stripe_cache_close(bs);
+    }
     /* The children themselves are released by bdrv_close(). */
     g_free(s->nodes);
     g_free(s->given_pos);
     g_free(s->stale);
 }
 
+/* The largest request alignment of the nodes: requests must satisfy all. */
+uint32_t stripe_node_alignment(BDRVStripeState *s)
+{
+    uint32_t align = BDRV_SECTOR_SIZE, i;
+
+    for (i = 0; i < s->node_count; i++) {
+        align = MAX(align, s->nodes[i]->bs->bl.request_alignment);
+    }
+    return align;
+}
+
 static void GRAPH_RDLOCK stripe_refresh_limits(BlockDriverState *bs,
                                                Error **errp)
 {
     BDRVStripeState *s = bs->opaque;
-    uint32_t align = BDRV_SECTOR_SIZE, zero_align = 0;
+    uint32_t align = stripe_node_alignment(s), zero_align = 0;
     uint64_t max_req = STRIPE_MAX_NODE_REQUEST;
     uint32_t i;
 
     for (i = 0; i < s->node_count; i++) {
         BlockLimits *bl = &s->nodes[i]->bs->bl;
 
-        align = MAX(align, bl->request_alignment);
         zero_align = MAX(zero_align, bl->pwrite_zeroes_alignment);
         if (bl->max_transfer) {
             max_req = MIN(max_req, bl->max_transfer);
@@ -187,6 +221,11 @@ stripe_co_preadv_part(BlockDriverState *bs, int64_t offset, int64_t bytes,
                       QEMUIOVector *qiov, size_t qiov_offset,
                       BdrvRequestFlags flags)
 {
+    BDRVStripeState *s = bs->opaque;
+
+    if (s->cache) {
+        return stripe_cache_co_preadv(bs, offset, bytes, qiov, qiov_offset);
+    }
     return stripe_co_rw(bs, STRIPE_OP_READ, offset, bytes, qiov,
                         qiov_offset, flags);
 }
@@ -196,21 +235,41 @@ stripe_co_pwritev_part(BlockDriverState *bs, int64_t offset, int64_t bytes,
                        QEMUIOVector *qiov, size_t qiov_offset,
                        BdrvRequestFlags flags)
 {
+    BDRVStripeState *s = bs->opaque;
+
+    if (s->cache) {
+        return stripe_cache_co_pwritev(bs, offset, bytes, qiov, qiov_offset,
+                                       flags);
+    }
     return stripe_co_rw(bs, STRIPE_OP_WRITE, offset, bytes, qiov,
                         qiov_offset, flags);
+}
+
+/* Discard and write-zeroes replace the data: they go around the cache. */
+static int coroutine_fn GRAPH_RDLOCK
+stripe_co_replace(BlockDriverState *bs, StripeOp op, int64_t offset,
+                  int64_t bytes, BdrvRequestFlags flags)
+{
+    BDRVStripeState *s = bs->opaque;
+
+    if (s->cache) {
+        return stripe_cache_co_write_around(bs, op, offset, bytes, NULL, 0,
+                                            flags);
+    }
+    return stripe_co_rw(bs, op, offset, bytes, NULL, 0, flags);
 }
 
 static int coroutine_fn GRAPH_RDLOCK
 stripe_co_pwrite_zeroes(BlockDriverState *bs, int64_t offset, int64_t bytes,
                         BdrvRequestFlags flags)
 {
-    return stripe_co_rw(bs, STRIPE_OP_ZEROES, offset, bytes, NULL, 0, flags);
+    return stripe_co_replace(bs, STRIPE_OP_ZEROES, offset, bytes, flags);
 }
 
 static int coroutine_fn GRAPH_RDLOCK
 stripe_co_pdiscard(BlockDriverState *bs, int64_t offset, int64_t bytes)
 {
-    return stripe_co_rw(bs, STRIPE_OP_DISCARD, offset, bytes, NULL, 0, 0);
+    return stripe_co_replace(bs, STRIPE_OP_DISCARD, offset, bytes, 0);
 }
 
 /*
@@ -221,7 +280,12 @@ stripe_co_pdiscard(BlockDriverState *bs, int64_t offset, int64_t bytes)
  */
 static int coroutine_fn GRAPH_RDLOCK stripe_co_flush(BlockDriverState *bs)
 {
+    BDRVStripeState *s = bs->opaque;
+
     trace_stripe_co_flush(bs);
+    if (s->cache) {
+        return stripe_cache_co_flush(bs);
+    }
     return stripe_co_flush_nodes(bs);
 }
 
@@ -386,14 +450,126 @@ static char * GRAPH_RDLOCK stripe_dirname(BlockDriverState *bs,
     return NULL;
 }
 
+typedef struct StripeReopenState {
+    SCOptions opts;
+    bool cache_on;
+} StripeReopenState;
+
+/*
+ * Read-only <-> read-write is handled by the generic code for this node
+ * and its nodes.  The cache options may change, and so may the cache mode:
+ * before the cache goes away (cache.direct=on) or the nodes become
+ * read-only, everything dirty is written back, or the reopen fails.
+ */
 static int stripe_reopen_prepare(BDRVReopenState *state,
                                  BlockReopenQueue *queue, Error **errp)
 {
-    /*
-     * Read-only <-> read-write is handled by the generic code for this node
-     * and its nodes; there are no options of our own to change yet.
-     */
+    BlockDriverState *bs = state->bs;
+    BDRVStripeState *s = bs->opaque;
+    g_autofree StripeReopenState *r = g_new0(StripeReopenState, 1);
+    QemuOpts *opts;
+    bool ok;
+    int ret;
+
+    opts = qemu_opts_create(&stripe_runtime_opts, NULL, 0, &error_abort);
+    ok = qemu_opts_absorb_qdict(opts, state->options, errp) &&
+         stripe_parse_cache_options(opts, &r->opts, errp);
+    qemu_opts_del(opts);
+    if (!ok) {
+        return -EINVAL;
+    }
+    r->cache_on = !(state->flags & BDRV_O_NOCACHE);
+    if (s->cache && (!r->cache_on || !(state->flags & BDRV_O_RDWR))) {
+        ret = stripe_cache_writeback_all(bs);
+        if (ret < 0) {
+            error_setg_errno(errp, -ret, "stripe: cannot write the cache "
+                             "back to the nodes");
+            return ret;
+        }
+    }
+    state->opaque = g_steal_pointer(&r);
     return 0;
+}
+
+static void stripe_reopen_commit(BDRVReopenState *state)
+{
+    BlockDriverState *bs = state->bs;
+    BDRVStripeState *s = bs->opaque;
+    StripeReopenState *r = state->opaque;
+
+    if (s->cache && !r->cache_on) {
+        stripe_cache_close(bs);
+    } else if (!s->cache && r->cache_on) {
+        /* Geometry and options were checked: this cannot fail. */
+        stripe_cache_open(bs, &r->opts, state->flags, &error_abort);
+    } else if (s->cache) {
+        stripe_cache_reconfigure(bs, &r->opts, state->flags);
+    }
+    s->cache_opts = r->opts;
+    g_free(r);
+    state->opaque = NULL;
+}
+
+static void stripe_reopen_abort(BDRVReopenState *state)
+{
+    g_free(state->opaque);
+    state->opaque = NULL;
+}
+
+static void stripe_drain_begin(BlockDriverState *bs)
+{
+    BDRVStripeState *s = bs->opaque;
+
+    if (s->cache) {
+        stripe_cache_drain_begin(bs);
+    }
+}
+
+static void stripe_drain_end(BlockDriverState *bs)
+{
+    BDRVStripeState *s = bs->opaque;
+
+    if (s->cache) {
+        stripe_cache_drain_end(bs);
+    }
+}
+
+static void stripe_detach_aio_context(BlockDriverState *bs)
+{
+    BDRVStripeState *s = bs->opaque;
+
+    if (s->cache) {
+        stripe_cache_timer_detach(bs);
+    }
+}
+
+static void stripe_attach_aio_context(BlockDriverState *bs,
+                                      AioContext *new_context)
+{
+    BDRVStripeState *s = bs->opaque;
+
+    if (s->cache) {
+        stripe_cache_timer_attach(bs, new_context);
+    }
+}
+
+/* Migration source: hand the nodes over with nothing left in the cache. */
+static int GRAPH_RDLOCK stripe_inactivate(BlockDriverState *bs)
+{
+    BDRVStripeState *s = bs->opaque;
+
+    return s->cache ? stripe_cache_inactivate(bs) : 0;
+}
+
+/* Migration destination (or a failed migration): start from nothing. */
+static void coroutine_fn GRAPH_RDLOCK
+stripe_co_invalidate_cache(BlockDriverState *bs, Error **errp)
+{
+    BDRVStripeState *s = bs->opaque;
+
+    if (s->cache) {
+        stripe_cache_activate(bs, errp);
+    }
 }
 
 static void GRAPH_RDLOCK stripe_cancel_in_flight(BlockDriverState *bs)
@@ -408,7 +584,10 @@ static void GRAPH_RDLOCK stripe_cancel_in_flight(BlockDriverState *bs)
 }
 
 static const char *const stripe_strong_runtime_opts[] = {
-    /* The layout comes from the node headers: no option of ours shapes it */
+    /*
+     * The layout comes from the node headers and the cache options do not
+     * change what the guest reads: no option of ours is strong.
+     */
     NULL
 };
 
@@ -421,6 +600,9 @@ static BlockDriver bdrv_stripe = {
     .bdrv_open                          = stripe_open,
     .bdrv_close                         = stripe_close,
     .bdrv_reopen_prepare                = stripe_reopen_prepare,
+    .bdrv_reopen_commit                 = stripe_reopen_commit,
+    .bdrv_reopen_abort                  = stripe_reopen_abort,
+    .mutable_opts                       = stripe_mutable_opts,
     .bdrv_child_perm                    = bdrv_default_perms,
     .bdrv_refresh_limits                = stripe_refresh_limits,
 
@@ -439,9 +621,16 @@ static BlockDriver bdrv_stripe = {
     .bdrv_co_get_allocated_file_size    = stripe_co_get_allocated_file_size,
     .bdrv_has_zero_init                 = stripe_has_zero_init,
     .bdrv_cancel_in_flight              = stripe_cancel_in_flight,
+    .bdrv_drain_begin                   = stripe_drain_begin,
+    .bdrv_drain_end                     = stripe_drain_end,
+    .bdrv_detach_aio_context            = stripe_detach_aio_context,
+    .bdrv_attach_aio_context            = stripe_attach_aio_context,
+    .bdrv_inactivate                    = stripe_inactivate,
+    .bdrv_co_invalidate_cache           = stripe_co_invalidate_cache,
 
     .bdrv_co_get_info                   = stripe_co_get_info,
     .bdrv_get_specific_info             = stripe_get_specific_info,
+    .bdrv_get_specific_stats            = stripe_get_specific_stats,
     .bdrv_co_check                      = stripe_co_check,
     .bdrv_refresh_filename              = stripe_refresh_filename,
     .bdrv_gather_child_options          = stripe_gather_child_options,

@@ -2,16 +2,26 @@
 /*
  * Block driver "stripe": internal interfaces shared by its files.
  *
- *   stripe.c         the BlockDriver: open/close, limits, reopen, info
- *   stripe-header.c  reading, checking and writing the node headers
- *   stripe-create.c  qemu-img create / blockdev-create
- *   stripe-io.c      splitting requests per node and running them in
- *                    parallel
+ *   stripe.c             the BlockDriver: open/close, limits, reopen, info
+ *   stripe-options.c     the cache and readahead runtime options
+ *   stripe-header.c      reading, checking and writing the node headers
+ *   stripe-create.c      qemu-img create / blockdev-create
+ *   stripe-io.c          splitting requests per node and running them in
+ *                        parallel
+ *   stripe-cache.c       guest requests through the writeback cache, and
+ *                        its lifecycle
+ *   stripe-cache-jobs.c  running the cache's writeback and prefetch jobs
+ *   stripe-stats.c       query-blockstats statistics
  */
 #ifndef BLOCK_STRIPE_H
 #define BLOCK_STRIPE_H
 
 #include "block/block_int.h"
+#include "qapi/qapi-types-block-core.h"
+#include "qemu/coroutine.h"
+#include "qemu/thread.h"
+#include "qemu/timer.h"
+#include "stripe-cache.h"
 #include "stripe-layout.h"
 
 /*
@@ -27,6 +37,44 @@
 /* Node requests one guest request may have in flight at once. */
 #define STRIPE_MAX_PARALLEL         64
 
+/* Runtime options of the cache (stripe-options.c) */
+#define STRIPE_OPT_CACHE_SIZE           "cache-size"
+#define STRIPE_OPT_CACHE_MAX_DIRTY      "cache-max-dirty"
+#define STRIPE_OPT_CACHE_TARGET_DIRTY   "cache-target-dirty"
+#define STRIPE_OPT_CACHE_MAX_DIRTY_AGE  "cache-max-dirty-age"
+#define STRIPE_OPT_CACHE_WT_UNTIL_FLUSH "cache-writethrough-until-flush"
+#define STRIPE_OPT_RA_TRIGGER           "readahead-trigger-requests"
+#define STRIPE_OPT_RA_MAX_BYTES         "readahead-max-bytes"
+#define STRIPE_OPT_RA_DISABLE_AFTER     "readahead-disable-after-bytes"
+#define STRIPE_MAX_DIRTY_AGE_SECS       3600
+
+/* In-flight writeback and prefetch jobs per node. */
+#define STRIPE_CACHE_WB_PER_NODE        4
+#define STRIPE_CACHE_FETCH_PER_NODE     4
+/* A reader starved by evictions this often reads around the cache. */
+#define STRIPE_CACHE_MAX_READ_ROUNDS    8
+/* Nothing in flight and nothing to start yet (backoff after an error). */
+#define STRIPE_CACHE_IDLE_WAIT_NS       (1 * SCALE_MS)
+/* Writeback attempts at close before dirty data is reported lost. */
+#define STRIPE_CACHE_CLOSE_TRIES        3
+
+typedef struct StripeCache {
+    SCCache *core;
+    QemuMutex lock;             /* around every core call, never a yield */
+    CoQueue progress;           /* woken when any job completes */
+    QEMUTimer *timer;           /* age-based writeback, retries */
+    unsigned jobs_in_flight;
+    bool quiesced;              /* drained: start no background IO */
+    bool inactive;              /* migrated away: no IO at all */
+    /* what the core cannot see */
+    uint64_t flush_count;
+    uint64_t flush_errors;
+    uint64_t flush_ns_total;
+    uint64_t flush_ns_max;
+    uint64_t throttled_writes;
+    uint64_t throttle_ns;
+} StripeCache;
+
 typedef struct BDRVStripeState {
     StripeGeometry geo;
     uint8_t uuid[16];
@@ -36,7 +84,17 @@ typedef struct BDRVStripeState {
     uint32_t *given_pos;        /* nodes[i] was the given_pos[i]-th node */
     bool *stale;                /* header older than s->generation */
     uint64_t max_node_request;  /* bytes, <= every node's max_transfer */
+    SCOptions cache_opts;       /* as given, kept while the cache is off */
+    StripeCache *cache;         /* NULL: cache.direct=on, IO goes through */
 } BDRVStripeState;
+
+/* stripe-options.c */
+extern QemuOptsList stripe_runtime_opts;
+extern const char *const stripe_mutable_opts[];
+bool stripe_parse_cache_options(QemuOpts *opts, SCOptions *o, Error **errp);
+
+/* stripe.c */
+uint32_t stripe_node_alignment(BDRVStripeState *s);
 
 /* stripe-header.c */
 int GRAPH_RDLOCK stripe_assemble_nodes(BlockDriverState *bs,
@@ -78,5 +136,45 @@ stripe_co_rw(BlockDriverState *bs, StripeOp op, int64_t offset,
              int64_t bytes, QEMUIOVector *qiov, size_t qiov_offset,
              BdrvRequestFlags flags);
 int coroutine_fn GRAPH_RDLOCK stripe_co_flush_nodes(BlockDriverState *bs);
+
+/* stripe-cache.c */
+int stripe_cache_open(BlockDriverState *bs, const SCOptions *opts, int flags,
+                      Error **errp);
+void stripe_cache_reconfigure(BlockDriverState *bs, const SCOptions *opts,
+                              int flags);
+void stripe_cache_close(BlockDriverState *bs);
+int stripe_cache_writeback_all(BlockDriverState *bs);
+int coroutine_fn GRAPH_RDLOCK
+stripe_cache_co_writeback_all(BlockDriverState *bs);
+int coroutine_fn GRAPH_RDLOCK
+stripe_cache_co_preadv(BlockDriverState *bs, int64_t offset, int64_t bytes,
+                       QEMUIOVector *qiov, size_t qiov_offset);
+int coroutine_fn GRAPH_RDLOCK
+stripe_cache_co_pwritev(BlockDriverState *bs, int64_t offset, int64_t bytes,
+                        QEMUIOVector *qiov, size_t qiov_offset,
+                        BdrvRequestFlags flags);
+int coroutine_fn GRAPH_RDLOCK
+stripe_cache_co_write_around(BlockDriverState *bs, StripeOp op,
+                             int64_t offset, int64_t bytes,
+                             QEMUIOVector *qiov, size_t qiov_offset,
+                             BdrvRequestFlags flags);
+int coroutine_fn GRAPH_RDLOCK stripe_cache_co_flush(BlockDriverState *bs);
+void stripe_cache_drain_begin(BlockDriverState *bs);
+void stripe_cache_drain_end(BlockDriverState *bs);
+int stripe_cache_inactivate(BlockDriverState *bs);
+int stripe_cache_activate(BlockDriverState *bs, Error **errp);
+
+/* stripe-cache-jobs.c */
+int64_t stripe_cache_now(void);
+void stripe_cache_kick(BlockDriverState *bs, bool force);
+void stripe_cache_timer_attach(BlockDriverState *bs, AioContext *ctx);
+void stripe_cache_timer_detach(BlockDriverState *bs);
+void coroutine_fn stripe_cache_wait_progress(BlockDriverState *bs,
+                                             bool force);
+int coroutine_fn stripe_cache_wait_ticket(BlockDriverState *bs,
+                                          SCFlush *ticket);
+
+/* stripe-stats.c */
+BlockStatsSpecific *stripe_get_specific_stats(BlockDriverState *bs);
 
 #endif /* BLOCK_STRIPE_H */

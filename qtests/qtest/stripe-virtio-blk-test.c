@@ -4,15 +4,24 @@
  *
  * Copyright (c) 2026 qemu-stripe developers
  *
- * The device's drive0 is a stripe over storage nodes that the caller has
- * started and formatted (qemu-stripe's run-stripe-qtest does both):
+ * Two groups of tests.  In stripe/, the device's drive0 is a stripe over
+ * storage nodes that the caller has started and formatted (qemu-stripe's
+ * run-stripe-qtest does both):
  *
  *   QEMU_STRIPE_NODE_URLS  the node URLs, space separated, in any order
  *   QEMU_STRIPE_SIZE       optional: the virtual size in bytes given to
  *                          qemu-img create, checked against the device
  *
- * Without QEMU_STRIPE_NODE_URLS every test is skipped.  The request offsets
- * are derived from the geometry that the driver reports over QMP, so that
+ * In stripe/error/, drive0 is a stripe over local files, one of which is
+ * wrapped in blkdebug to make that node fail chosen requests; the tests
+ * check that the guest request fails with the node's error and that the
+ * werror= and rerror= policies of the drive apply to it:
+ *
+ *   QEMU_STRIPE_ERROR_FILES  the files of a formatted stripe image (at
+ *                            least two), space separated, in any order
+ *
+ * Each group is skipped without its variable.  The request offsets are
+ * derived from the geometry that the driver reports over QMP, so that
  * requests straddle stripe units, wrap around all nodes and end in the last
  * (partial) row whatever the stripe unit and node count are.
  */
@@ -21,6 +30,7 @@
 #include "libqtest-single.h"
 #include "qemu/bswap.h"
 #include "qemu/module.h"
+#include "qemu/timer.h"
 #include "qemu/units.h"
 #include "qobject/qdict.h"
 #include "qobject/qlist.h"
@@ -46,7 +56,9 @@ static StripeTestConfig stripe_config;
 typedef struct StripeGeometry {
     uint64_t size;              /* virtual size in bytes */
     uint64_t unit;              /* stripe unit in bytes */
+    uint64_t data_offset;       /* where each node's data area starts */
     unsigned nodes;
+    int debug_node;             /* index of the blkdebug node, or -1 */
 } StripeGeometry;
 
 /* One started device with its request queue. */
@@ -303,6 +315,7 @@ static void stripe_query_geometry(QTestState *qts, StripeGeometry *geo)
     QLIST_FOREACH_ENTRY(qdict_get_qlist(resp, "return"), e) {
         QDict *blk = qobject_to(QDict, qlist_entry_obj(e));
         QDict *image, *spec, *data;
+        QListEntry *n;
 
         if (strcmp(qdict_get_str(blk, "device"), "drive0")) {
             continue;
@@ -314,7 +327,21 @@ static void stripe_query_geometry(QTestState *qts, StripeGeometry *geo)
         data = qdict_get_qdict(spec, "data");
         geo->size = qdict_get_int(image, "virtual-size");
         geo->unit = qdict_get_int(data, "stripe-unit");
+        geo->data_offset = qdict_get_int(data, "data-offset");
         geo->nodes = qlist_size(qdict_get_qlist(data, "nodes"));
+        geo->debug_node = -1;
+        /*
+         * A node with inject-error rules has no plain filename: it is
+         * named by a json: filename that spells out its driver.
+         */
+        QLIST_FOREACH_ENTRY(qdict_get_qlist(data, "nodes"), n) {
+            QDict *node = qobject_to(QDict, qlist_entry_obj(n));
+
+            if (strstr(qdict_get_str(node, "filename"), "blkdebug")) {
+                g_assert_cmpint(geo->debug_node, ==, -1);
+                geo->debug_node = qdict_get_int(node, "index");
+            }
+        }
         found = true;
     }
     qobject_unref(resp);
@@ -323,24 +350,16 @@ static void stripe_query_geometry(QTestState *qts, StripeGeometry *geo)
 
 /*
  * Negotiate the features these tests understand, set up queue 0 and read
- * the capacity and the stripe geometry.  Returns false (and marks the test
- * skipped) when no stripe was configured.
+ * the capacity and the stripe geometry.
  */
-static bool stripe_dev_start(StripeDev *d, void *obj, void *arg,
+static void stripe_dev_setup(StripeDev *d, QVirtioBlk *blk,
                              QGuestAllocator *alloc)
 {
-    QVirtioBlk *blk = obj;
-    const StripeTestConfig *cfg = arg;
     uint64_t offered;
     uint64_t wanted = (1ULL << VIRTIO_F_VERSION_1) |
                       (1ULL << VIRTIO_BLK_F_FLUSH) |
                       (1ULL << VIRTIO_BLK_F_SEG_MAX) |
                       (1ULL << VIRTIO_BLK_F_BLK_SIZE);
-
-    if (!cfg) {
-        g_test_skip("QEMU_STRIPE_NODE_URLS is not set");
-        return false;
-    }
 
     *d = (StripeDev) {
         .qts = global_qtest,
@@ -356,11 +375,28 @@ static bool stripe_dev_start(StripeDev *d, void *obj, void *arg,
     qvirtio_set_driver_ok(d->vdev);
 
     stripe_query_geometry(d->qts, &d->geo);
-    g_assert_cmpuint(d->geo.nodes, ==, cfg->url_count);
     g_assert_cmpuint(d->geo.unit % SECTOR, ==, 0);
     /* keeps the windows below within a few MiB of guest memory */
     g_assert_cmpuint(d->geo.unit, <=, 1 * MiB);
     g_assert_cmpuint(d->geo.nodes, <=, 8);
+}
+
+/*
+ * Start the device of a test outside stripe/error/.  Returns false (and
+ * marks the test skipped) when no stripe was configured.
+ */
+static bool stripe_dev_start(StripeDev *d, void *obj, void *arg,
+                             QGuestAllocator *alloc)
+{
+    const StripeTestConfig *cfg = arg;
+
+    if (!cfg) {
+        g_test_skip("QEMU_STRIPE_NODE_URLS is not set");
+        return false;
+    }
+    stripe_dev_setup(d, obj, alloc);
+    g_assert_cmpuint(d->geo.nodes, ==, cfg->url_count);
+    g_assert_cmpint(d->geo.debug_node, ==, -1);
     return true;
 }
 
@@ -667,6 +703,576 @@ static void *stripe_before(GString *cmd_line, void *arg)
     return &stripe_config;
 }
 
+/*
+ * stripe/error/: one node of drive0 fails chosen requests.
+ *
+ * The rules of blkdebug fire at a byte offset of the failing node; the
+ * tests map it to the disk through the geometry reported over QMP (unit k
+ * of the disk is unit k / N of node k % N, after the data offset), so that
+ * they know which guest requests reach that node and which do not.
+ */
+
+/*
+ * Node offsets at which rules fire: in the data area (past the 1 MiB that
+ * holds the header) of the nodes of a 64 MiB image over 4 nodes.
+ */
+#define ERR_NODE_OFFSET         (8 * MiB)
+#define ERR_NODE_OFFSET2        (12 * MiB)
+#define ERR_MAX_RULES           2
+/*
+ * The file given in this position gets the blkdebug filter.  Which node
+ * that is depends on the file's header, so the tests ask the driver.
+ */
+#define ERR_WRAPPED_FILE        1
+
+/* One inject-error rule of the failing node. */
+typedef struct ErrorRule {
+    const char *iotype;         /* read, write or flush; NULL: unused */
+    int err;                    /* the errno that the node returns */
+    uint64_t node_offset;       /* 0: any request of @iotype fails */
+    bool once;                  /* the rule is dropped when it fires */
+} ErrorRule;
+
+/* The drive options of one test. */
+typedef struct ErrorCase {
+    const char *werror;
+    const char *rerror;
+    ErrorRule rules[ERR_MAX_RULES];
+} ErrorCase;
+
+/*
+ * Disk ranges around the byte at which a rule fires.  @hit is two units
+ * long and covers the unit of the failing node that holds that byte, so
+ * it reaches a neighbouring node too; @miss covers the units of all
+ * other nodes that follow, up to the failing node's next unit, so it
+ * reaches every node but the failing one.  @len bytes from @hit_off span
+ * both.  With a 512-byte unit, @hit has just two sectors and @miss may
+ * have one: requests on them are split into that few segments at most.
+ */
+typedef struct ErrorRegion {
+    uint64_t target;            /* the disk offset of that byte */
+    uint64_t hit_off;
+    uint64_t hit_len;
+    uint64_t miss_off;
+    uint64_t miss_len;
+    uint64_t len;               /* from @hit_off to the end of @miss */
+} ErrorRegion;
+
+static void error_region(const StripeDev *d, uint64_t node_offset,
+                         ErrorRegion *r)
+{
+    const StripeGeometry *g = &d->geo;
+    uint64_t rel, unit_start;
+
+    g_assert_cmpuint(node_offset, >=, g->data_offset);
+    rel = node_offset - g->data_offset;
+    unit_start = (rel / g->unit * g->nodes + g->debug_node) * g->unit;
+    /* @hit starts in the unit before */
+    g_assert_cmpuint(unit_start, >=, g->unit);
+
+    r->target = unit_start + rel % g->unit;
+    r->hit_off = unit_start - QEMU_ALIGN_DOWN(g->unit / 2, SECTOR);
+    r->hit_len = 2 * g->unit;
+    r->miss_off = unit_start + g->unit;
+    r->miss_len = (g->nodes - 1) * g->unit;
+    r->len = r->miss_off + r->miss_len - r->hit_off;
+    g_assert_cmpuint(r->hit_off + r->len, <=, g->size);
+    g_assert_cmpuint(r->target, >=, r->hit_off);
+    g_assert_cmpuint(r->target, <, r->hit_off + r->hit_len);
+}
+
+/* Whether the VM runs; @status gets the run state. */
+static bool query_status(QTestState *qts, char **status)
+{
+    QDict *resp = qtest_qmp(qts, "{ 'execute': 'query-status' }");
+    QDict *ret = qdict_get_qdict(resp, "return");
+    bool running;
+
+    g_assert(ret);
+    running = qdict_get_bool(ret, "running");
+    *status = g_strdup(qdict_get_str(ret, "status"));
+    qobject_unref(resp);
+    return running;
+}
+
+static void assert_running(StripeDev *d)
+{
+    g_autofree char *status = NULL;
+
+    g_assert_true(query_status(d->qts, &status));
+    g_assert_cmpstr(status, ==, "running");
+}
+
+/* True when the device has used a request since the last call. */
+static bool request_used(StripeDev *d, uint32_t *head)
+{
+    return qvirtqueue_get_buf(d->qts, d->vq, head, NULL);
+}
+
+/*
+ * Wait for drive0's BLOCK_IO_ERROR event and check that it reports @err
+ * for @operation and that the drive took @action.  With @held, the
+ * request in flight must not complete meanwhile.
+ */
+static void expect_io_error(StripeDev *d, bool held, const char *operation,
+                            const char *action, int err)
+{
+    gint64 deadline = g_get_monotonic_time() + REQ_TIMEOUT_US;
+    QDict *ev, *data;
+    uint32_t head;
+
+    /*
+     * libqtest keeps the events that arrive before a command's reply, so
+     * any command lets the event in.  QEMU sends at most one BLOCK_IO_ERROR
+     * a second; under qtest that second is one of virtual time, which only
+     * the test advances (see test_error_write_enospc).
+     */
+    while (!(ev = qtest_qmp_event_ref(d->qts, "BLOCK_IO_ERROR"))) {
+        g_autofree char *status = NULL;
+
+        if (held) {
+            g_assert_false(request_used(d, &head));
+        }
+        g_assert_cmpint(g_get_monotonic_time(), <, deadline);
+        g_usleep(1000);
+        query_status(d->qts, &status);
+    }
+    data = qdict_get_qdict(ev, "data");
+    g_assert_cmpstr(qdict_get_str(data, "device"), ==, "drive0");
+    g_assert_cmpstr(qdict_get_str(data, "operation"), ==, operation);
+    g_assert_cmpstr(qdict_get_str(data, "action"), ==, action);
+    /* the node's own errno, not one that the stripe made up */
+    g_assert_cmpstr(qdict_get_str(data, "reason"), ==, strerror(err));
+    g_assert_cmpint(qdict_get_try_bool(data, "nospace", false), ==,
+                    err == ENOSPC);
+    qobject_unref(ev);
+}
+
+/* The VM stopped for the error and holds the request instead of failing it */
+static void expect_stopped(StripeDev *d)
+{
+    gint64 deadline = g_get_monotonic_time() + REQ_TIMEOUT_US;
+    uint32_t head;
+
+    for (;;) {
+        g_autofree char *status = NULL;
+
+        if (!query_status(d->qts, &status)) {
+            g_assert_cmpstr(status, ==, "io-error");
+            break;
+        }
+        g_assert_cmpint(g_get_monotonic_time(), <, deadline);
+        g_usleep(1000);
+    }
+    g_assert_false(request_used(d, &head));
+}
+
+/*
+ * Resume the VM: the device retries the held request @r, which must then
+ * complete without stopping the VM again.
+ */
+static void cont_and_complete(StripeDev *d, BlkReq *r)
+{
+    gint64 deadline = g_get_monotonic_time() + REQ_TIMEOUT_US;
+    QDict *resp = qtest_qmp(d->qts, "{ 'execute': 'cont' }");
+    uint32_t head;
+
+    g_assert(qdict_haskey(resp, "return"));
+    qobject_unref(resp);
+    while (!request_used(d, &head)) {
+        /* a retry that fails again stops the VM: no need to wait long */
+        assert_running(d);
+        g_assert_cmpint(g_get_monotonic_time(), <, deadline);
+        g_usleep(1000);
+    }
+    g_assert_cmpuint(head, ==, r->head);
+    assert_running(d);
+}
+
+/*
+ * Start the device of a stripe/error/ test.  Returns false (and marks the
+ * test skipped) when no files were given.
+ */
+static bool error_dev_start(StripeDev *d, void *obj, void *arg,
+                            QGuestAllocator *alloc)
+{
+    if (!arg) {
+        g_test_skip("QEMU_STRIPE_ERROR_FILES is not set");
+        return false;
+    }
+    stripe_dev_setup(d, obj, alloc);
+    g_assert_cmpint(d->geo.debug_node, >=, 0);
+    g_assert_cmpuint(d->geo.nodes, >=, 2);
+    assert_running(d);
+    return true;
+}
+
+/*
+ * werror=stop: a write that reaches the failing node stops the VM and is
+ * held; after cont the device writes it again, and since the rule fired
+ * once, the whole request lands, on the failing node too.
+ */
+static void test_error_write_stop(void *obj, void *arg,
+                                  QGuestAllocator *alloc)
+{
+    const ErrorCase *c = arg;
+    StripeDev d;
+    ErrorRegion reg;
+    Shadow sh;
+    BlkReq r;
+
+    if (!error_dev_start(&d, obj, arg, alloc)) {
+        return;
+    }
+    error_region(&d, c->rules[0].node_offset, &reg);
+    shadow_init(&sh, reg.hit_off, reg.hit_len);
+    pattern_fill(sh.buf, reg.hit_off, reg.hit_len, 301);
+
+    blk_submit(&d, &r, VIRTIO_BLK_T_OUT, reg.hit_off / SECTOR, sh.buf,
+               reg.hit_len, 2);
+    expect_io_error(&d, true, "write", "stop", c->rules[0].err);
+    expect_stopped(&d);
+    cont_and_complete(&d, &r);
+    g_assert_cmpuint(blk_status(&d, &r), ==, VIRTIO_BLK_S_OK);
+    blk_finish(&d, &r, NULL);
+
+    /* the sector where the write failed holds the retried data */
+    blk_read_verify(&d, &sh, QEMU_ALIGN_DOWN(reg.target, SECTOR), SECTOR, 1,
+                    "failed sector after cont");
+    blk_read_verify(&d, &sh, reg.hit_off, reg.hit_len, 2,
+                    "write retried after cont");
+
+    shadow_free(&sh);
+    stripe_dev_stop(&d);
+}
+
+/*
+ * werror=report: a write that reaches the failing node completes with
+ * IOERR, every time; a write to all the other nodes succeeds.
+ */
+static void test_error_write_report(void *obj, void *arg,
+                                    QGuestAllocator *alloc)
+{
+    const ErrorCase *c = arg;
+    StripeDev d;
+    ErrorRegion reg;
+    Shadow sh;
+    g_autofree uint8_t *buf = NULL;
+
+    if (!error_dev_start(&d, obj, arg, alloc)) {
+        return;
+    }
+    error_region(&d, c->rules[0].node_offset, &reg);
+    shadow_init(&sh, reg.miss_off, reg.miss_len);
+    buf = g_malloc(reg.hit_len);
+    pattern_fill(buf, reg.hit_off, reg.hit_len, 311);
+
+    g_assert_cmpuint(blk_do(&d, VIRTIO_BLK_T_OUT, reg.hit_off / SECTOR, buf,
+                            reg.hit_len, 2), ==, VIRTIO_BLK_S_IOERR);
+    expect_io_error(&d, false, "write", "report", c->rules[0].err);
+    assert_running(&d);
+    /* the rule stays, and nothing may hide the node's error from the guest */
+    g_assert_cmpuint(blk_do(&d, VIRTIO_BLK_T_OUT, reg.hit_off / SECTOR, buf,
+                            reg.hit_len, 1), ==, VIRTIO_BLK_S_IOERR);
+
+    blk_write_pattern(&d, &sh, reg.miss_off, reg.miss_len, 312, 1);
+    blk_read_verify(&d, &sh, reg.miss_off, reg.miss_len, 1,
+                    "write that missed the failing node");
+    assert_running(&d);
+
+    shadow_free(&sh);
+    stripe_dev_stop(&d);
+}
+
+/*
+ * rerror=stop: a read that reaches the failing node stops the VM and is
+ * held; after cont the device reads again and gets all of the data.
+ */
+static void test_error_read_stop(void *obj, void *arg,
+                                 QGuestAllocator *alloc)
+{
+    const ErrorCase *c = arg;
+    StripeDev d;
+    ErrorRegion reg;
+    Shadow sh;
+    BlkReq r;
+    g_autofree uint8_t *data = NULL;
+
+    if (!error_dev_start(&d, obj, arg, alloc)) {
+        return;
+    }
+    error_region(&d, c->rules[0].node_offset, &reg);
+    shadow_init(&sh, reg.hit_off, reg.hit_len);
+    data = g_malloc(reg.hit_len);
+    /* only reads fail */
+    blk_write_pattern(&d, &sh, reg.hit_off, reg.hit_len, 321, 2);
+
+    blk_submit(&d, &r, VIRTIO_BLK_T_IN, reg.hit_off / SECTOR, NULL,
+               reg.hit_len, 2);
+    expect_io_error(&d, true, "read", "stop", c->rules[0].err);
+    expect_stopped(&d);
+    cont_and_complete(&d, &r);
+    g_assert_cmpuint(blk_status(&d, &r), ==, VIRTIO_BLK_S_OK);
+    blk_finish(&d, &r, data);
+    verify_bytes(&d, data, sh.buf, reg.hit_off, reg.hit_len,
+                 "read retried after cont");
+
+    shadow_free(&sh);
+    stripe_dev_stop(&d);
+}
+
+/*
+ * rerror=report: a read that reaches the failing node completes with
+ * IOERR, every time; a read from all the other nodes returns their data.
+ */
+static void test_error_read_report(void *obj, void *arg,
+                                   QGuestAllocator *alloc)
+{
+    const ErrorCase *c = arg;
+    StripeDev d;
+    ErrorRegion reg;
+    Shadow sh;
+    g_autofree uint8_t *buf = NULL;
+
+    if (!error_dev_start(&d, obj, arg, alloc)) {
+        return;
+    }
+    error_region(&d, c->rules[0].node_offset, &reg);
+    shadow_init(&sh, reg.hit_off, reg.len);
+    buf = g_malloc(reg.hit_len);
+    blk_write_pattern(&d, &sh, reg.hit_off, reg.len, 331, 2);
+
+    g_assert_cmpuint(blk_do(&d, VIRTIO_BLK_T_IN, reg.hit_off / SECTOR, buf,
+                            reg.hit_len, 2), ==, VIRTIO_BLK_S_IOERR);
+    expect_io_error(&d, false, "read", "report", c->rules[0].err);
+    assert_running(&d);
+    g_assert_cmpuint(blk_do(&d, VIRTIO_BLK_T_IN, reg.hit_off / SECTOR, buf,
+                            reg.hit_len, 1), ==, VIRTIO_BLK_S_IOERR);
+
+    blk_read_verify(&d, &sh, reg.miss_off, reg.miss_len, 1,
+                    "read that missed the failing node");
+    assert_running(&d);
+
+    shadow_free(&sh);
+    stripe_dev_stop(&d);
+}
+
+/*
+ * werror=report: a flush fails with IOERR when the node's flush fails.
+ * The node has written data to flush, so its flush is not skipped as
+ * having nothing to do; the rule fires once, so the next flush succeeds.
+ */
+static void test_error_flush_report(void *obj, void *arg,
+                                    QGuestAllocator *alloc)
+{
+    const ErrorCase *c = arg;
+    StripeDev d;
+    ErrorRegion reg;
+    Shadow sh;
+
+    if (!error_dev_start(&d, obj, arg, alloc)) {
+        return;
+    }
+    g_assert_true(d.features & (1ULL << VIRTIO_BLK_F_FLUSH));
+    /* the rule has no offset: any write that reaches the node will do */
+    error_region(&d, ERR_NODE_OFFSET, &reg);
+    shadow_init(&sh, reg.hit_off, reg.hit_len);
+    blk_write_pattern(&d, &sh, reg.hit_off, reg.hit_len, 341, 2);
+
+    g_assert_cmpuint(blk_do(&d, VIRTIO_BLK_T_FLUSH, 0, NULL, 0, 0), ==,
+                     VIRTIO_BLK_S_IOERR);
+    /* a failed flush counts as a failed write */
+    expect_io_error(&d, false, "write", "report", c->rules[0].err);
+    assert_running(&d);
+    g_assert_cmpuint(blk_do(&d, VIRTIO_BLK_T_FLUSH, 0, NULL, 0, 0), ==,
+                     VIRTIO_BLK_S_OK);
+    blk_read_verify(&d, &sh, reg.hit_off, reg.hit_len, 1,
+                    "read after the flushes");
+
+    shadow_free(&sh);
+    stripe_dev_stop(&d);
+}
+
+/*
+ * werror=enospc tells errors apart: it stops the VM on ENOSPC only and
+ * reports any other error.  The failing node returns EIO for one write
+ * and ENOSPC for another; the guest sees exactly the policy of each.
+ */
+static void test_error_write_enospc(void *obj, void *arg,
+                                    QGuestAllocator *alloc)
+{
+    const ErrorCase *c = arg;
+    StripeDev d;
+    ErrorRegion nospc, eio;
+    Shadow sh_nospc, sh_eio;
+    BlkReq r;
+
+    if (!error_dev_start(&d, obj, arg, alloc)) {
+        return;
+    }
+    g_assert_cmpint(c->rules[0].err, ==, ENOSPC);
+    g_assert_cmpint(c->rules[1].err, !=, ENOSPC);
+    error_region(&d, c->rules[0].node_offset, &nospc);
+    error_region(&d, c->rules[1].node_offset, &eio);
+    shadow_init(&sh_nospc, nospc.hit_off, nospc.hit_len);
+    shadow_init(&sh_eio, eio.hit_off, eio.hit_len);
+    pattern_fill(sh_nospc.buf, nospc.hit_off, nospc.hit_len, 351);
+    pattern_fill(sh_eio.buf, eio.hit_off, eio.hit_len, 352);
+
+    g_assert_cmpuint(blk_do(&d, VIRTIO_BLK_T_OUT, eio.hit_off / SECTOR,
+                            sh_eio.buf, eio.hit_len, 2), ==,
+                     VIRTIO_BLK_S_IOERR);
+    expect_io_error(&d, false, "write", "report", c->rules[1].err);
+    assert_running(&d);
+    /* let the rate limit of BLOCK_IO_ERROR pass, or the next one waits */
+    qtest_clock_step(d.qts, NANOSECONDS_PER_SECOND);
+
+    blk_submit(&d, &r, VIRTIO_BLK_T_OUT, nospc.hit_off / SECTOR,
+               sh_nospc.buf, nospc.hit_len, 2);
+    expect_io_error(&d, true, "write", "stop", c->rules[0].err);
+    expect_stopped(&d);
+    cont_and_complete(&d, &r);
+    g_assert_cmpuint(blk_status(&d, &r), ==, VIRTIO_BLK_S_OK);
+    blk_finish(&d, &r, NULL);
+
+    /* both rules fired once: the reported write now succeeds as well */
+    blk_write_pattern(&d, &sh_eio, eio.hit_off, eio.hit_len, 353, 1);
+    blk_read_verify(&d, &sh_nospc, nospc.hit_off, nospc.hit_len, 2,
+                    "write retried after cont");
+    blk_read_verify(&d, &sh_eio, eio.hit_off, eio.hit_len, 2,
+                    "write repeated by the guest");
+
+    shadow_free(&sh_nospc);
+    shadow_free(&sh_eio);
+    stripe_dev_stop(&d);
+}
+
+/* Append the options of the failing node, number @i, to @drive. */
+static void append_failing_node(GString *drive, unsigned i,
+                                const char *file, const ErrorCase *c)
+{
+    unsigned j;
+
+    g_string_append_printf(drive, ",nodes.%u.driver=blkdebug"
+                           ",nodes.%u.cache.direct=off"
+                           ",nodes.%u.image.driver=file"
+                           ",nodes.%u.image.filename=", i, i, i, i);
+    append_opt_value(drive, file);
+    for (j = 0; j < ERR_MAX_RULES && c->rules[j].iotype; j++) {
+        const ErrorRule *rule = &c->rules[j];
+        g_autofree char *p = g_strdup_printf(",nodes.%u.inject-error.%u.",
+                                             i, j);
+
+        /* event "none": the rule is active from the start */
+        g_string_append_printf(drive, "%sevent=none%siotype=%s%serrno=%d"
+                               "%sonce=%s", p, p, rule->iotype, p,
+                               rule->err, p, rule->once ? "on" : "off");
+        if (rule->node_offset) {
+            g_assert_cmpuint(rule->node_offset % SECTOR, ==, 0);
+            g_string_append_printf(drive, "%ssector=%" PRIu64, p,
+                                   rule->node_offset / SECTOR);
+        }
+    }
+}
+
+static void *stripe_error_before(GString *cmd_line, void *arg)
+{
+    const ErrorCase *c = arg;
+    const char *files = g_getenv("QEMU_STRIPE_ERROR_FILES");
+    g_autoptr(GString) drive = g_string_new("if=none,id=drive0");
+    g_auto(GStrv) v = g_strsplit_set(files ? files : "", " \t\n", -1);
+    g_autofree char *quoted = NULL;
+    unsigned i, n = 0;
+
+    /*
+     * Every test needs a QEMU of its own: one whose rules have not fired
+     * yet and whose VM has not been stopped.  qos-test would otherwise
+     * only reset the QEMU of a previous test with the same command line.
+     */
+    qos_invalidate_command_line();
+
+    /*
+     * cache.direct=on keeps any cache of the stripe driver out of the way,
+     * so that every guest request reaches the nodes and fails or succeeds
+     * with them.  The files are opened without O_DIRECT (which tmpfs does
+     * not have); the write cache stays on, so the device offers FLUSH.
+     */
+    g_string_append_printf(drive, ",driver=stripe,cache.direct=on"
+                           ",werror=%s,rerror=%s", c->werror, c->rerror);
+    for (i = 0; v[i]; i++) {
+        if (!*v[i]) {
+            continue;
+        }
+        if (n == ERR_WRAPPED_FILE) {
+            append_failing_node(drive, n, v[i], c);
+        } else {
+            g_string_append_printf(drive, ",nodes.%u.driver=file"
+                                   ",nodes.%u.cache.direct=off"
+                                   ",nodes.%u.filename=", n, n, n);
+            append_opt_value(drive, v[i]);
+        }
+        n++;
+    }
+    if (!n) {
+        /* the device needs a drive0 even when every test skips */
+        g_string_append(cmd_line,
+                        " -drive if=none,id=drive0,format=raw,"
+                        "file=null-co:// ");
+        return NULL;
+    }
+    /* the failing node needs a healthy one to be told apart from */
+    g_assert_cmpuint(n, >, ERR_WRAPPED_FILE);
+
+    quoted = g_shell_quote(drive->str);
+    g_string_append_printf(cmd_line, " -drive %s ", quoted);
+    return arg;
+}
+
+static ErrorCase error_write_stop = {
+    .werror = "stop", .rerror = "report",
+    .rules = { { "write", EIO, ERR_NODE_OFFSET, true } },
+};
+
+static ErrorCase error_write_report = {
+    .werror = "report", .rerror = "report",
+    .rules = { { "write", EIO, ERR_NODE_OFFSET, false } },
+};
+
+static ErrorCase error_read_stop = {
+    .werror = "report", .rerror = "stop",
+    .rules = { { "read", EIO, ERR_NODE_OFFSET, true } },
+};
+
+static ErrorCase error_read_report = {
+    .werror = "report", .rerror = "report",
+    .rules = { { "read", EIO, ERR_NODE_OFFSET, false } },
+};
+
+/* a flush covers the whole node: no offset */
+static ErrorCase error_flush_report = {
+    .werror = "report", .rerror = "report",
+    .rules = { { "flush", EIO, 0, true } },
+};
+
+static ErrorCase error_write_enospc = {
+    .werror = "enospc", .rerror = "report",
+    .rules = {
+        { "write", ENOSPC, ERR_NODE_OFFSET, true },
+        { "write", EIO, ERR_NODE_OFFSET2, true },
+    },
+};
+
+static void add_error_test(const char *name, QOSTestFunc fn, ErrorCase *c)
+{
+    g_autofree char *path = g_strdup_printf("stripe/error/%s", name);
+    QOSGraphTestOptions opts = {
+        .before = stripe_error_before,
+        .arg = c,
+    };
+
+    qos_add_test(path, "virtio-blk", fn, &opts);
+}
+
 static void register_stripe_virtio_blk_test(void)
 {
     QOSGraphTestOptions opts = {
@@ -680,6 +1286,17 @@ static void register_stripe_virtio_blk_test(void)
                  &opts);
     qos_add_test("stripe/tail", "virtio-blk", test_tail, &opts);
     qos_add_test("stripe/flush", "virtio-blk", test_flush, &opts);
+
+    add_error_test("write-stop", test_error_write_stop, &error_write_stop);
+    add_error_test("write-report", test_error_write_report,
+                   &error_write_report);
+    add_error_test("read-stop", test_error_read_stop, &error_read_stop);
+    add_error_test("read-report", test_error_read_report,
+                   &error_read_report);
+    add_error_test("flush-report", test_error_flush_report,
+                   &error_flush_report);
+    add_error_test("write-enospc", test_error_write_enospc,
+                   &error_write_enospc);
 }
 
 libqos_init(register_stripe_virtio_blk_test);

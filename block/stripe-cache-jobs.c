@@ -1,0 +1,210 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Block driver "stripe": running the cache core's jobs.
+ *
+ * The core (cache/) decides which dirty data to write back and what to
+ * prefetch; here each such job becomes a coroutine doing one node request.
+ * Every job is counted in the node's in-flight requests, so a drain waits
+ * for it, and every completion wakes the requests waiting for progress
+ * (blocked writers, flushes, reads waiting for a prefetch).
+ *
+ * All calls into the core happen under StripeCache.lock, which is never
+ * held across a yield (qemu_co_queue_wait() drops it while waiting).
+ */
+
+#include "qemu/osdep.h"
+#include "block/block-io.h"
+#include "block/block_int.h"
+#include "qemu/coroutine.h"
+#include "qemu/iov.h"
+#include "qemu/main-loop.h"
+#include "stripe.h"
+#include "trace.h"
+
+typedef struct StripeJob {
+    BlockDriverState *bs;
+    SCJob job;
+    bool writeback;             /* else a prefetch */
+} StripeJob;
+
+int64_t stripe_cache_now(void)
+{
+    return qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
+}
+
+static void coroutine_fn stripe_job_co(void *opaque)
+{
+    StripeJob *j = opaque;
+    BlockDriverState *bs = j->bs;
+    BDRVStripeState *s = bs->opaque;
+    StripeCache *c = s->cache;
+    QEMUIOVector qiov;
+    int ret;
+
+    qemu_iovec_init_external(&qiov, j->job.iov, j->job.iovcnt);
+    /*
+     * The job outlives whatever request started it, so it takes the graph
+     * lock itself.  Cache buffers are not registered guest memory: no
+     * BDRV_REQ_REGISTERED_BUF.
+     */
+    bdrv_graph_co_rdlock();
+    ret = stripe_co_rw(bs, j->writeback ? STRIPE_OP_WRITE : STRIPE_OP_READ,
+                       j->job.offset, j->job.len, &qiov, 0,
+                       j->writeback && j->job.fua ? BDRV_REQ_FUA : 0);
+    bdrv_graph_co_rdunlock();
+
+    trace_stripe_cache_job_done(bs, j->writeback, j->job.id, j->job.offset,
+                                j->job.len, ret);
+    qemu_mutex_lock(&c->lock);
+    if (j->writeback) {
+        sc_writeback_done(c->core, j->job.id, ret, stripe_cache_now());
+    } else {
+        sc_fetch_done(c->core, j->job.id, ret, stripe_cache_now());
+    }
+    c->jobs_in_flight--;
+    qemu_co_queue_restart_all(&c->progress);
+    qemu_mutex_unlock(&c->lock);
+
+    stripe_cache_kick(bs, false);
+    g_free(j);
+    bdrv_dec_in_flight(bs);
+}
+
+static void stripe_job_start(BlockDriverState *bs, const SCJob *job,
+                             bool writeback)
+{
+    StripeJob *j = g_new(StripeJob, 1);
+    Coroutine *co;
+
+    *j = (StripeJob) { .bs = bs, .job = *job, .writeback = writeback };
+    trace_stripe_cache_job_start(bs, writeback, job->id, job->offset,
+                                 job->len, job->node);
+    bdrv_inc_in_flight(bs);
+    co = qemu_coroutine_create(stripe_job_co, j);
+    aio_co_enter(bdrv_get_aio_context(bs), co);
+}
+
+/* Take the next job of either kind, counting it in flight. */
+static bool stripe_next_job(StripeCache *c, bool force, SCJob *job,
+                            bool *writeback)
+{
+    bool got = false;
+
+    qemu_mutex_lock(&c->lock);
+    if (c->inactive || (c->quiesced && !force)) {
+        goto out;
+    }
+    if (sc_writeback_next(c->core, stripe_cache_now(), job)) {
+        *writeback = true;
+        got = true;
+    } else if (!c->quiesced && sc_prefetch_next(c->core, job)) {
+        *writeback = false;
+        got = true;
+    }
+    if (got) {
+        c->jobs_in_flight++;
+    }
+out:
+    qemu_mutex_unlock(&c->lock);
+    return got;
+}
+
+static void stripe_cache_arm_timer(StripeCache *c)
+{
+    int64_t deadline;
+
+    qemu_mutex_lock(&c->lock);
+    deadline = sc_next_deadline(c->core, stripe_cache_now());
+    qemu_mutex_unlock(&c->lock);
+    if (c->timer && deadline != INT64_MAX) {
+        timer_mod(c->timer, deadline);
+    }
+}
+
+/*
+ * Start every job the core allows now.  @force: also while drained (a
+ * flush or close inside a drained section must write back).
+ */
+void stripe_cache_kick(BlockDriverState *bs, bool force)
+{
+    BDRVStripeState *s = bs->opaque;
+    StripeCache *c = s->cache;
+    bool writeback;
+    SCJob job;
+
+    if (!c) {
+        return;
+    }
+    while (stripe_next_job(c, force, &job, &writeback)) {
+        stripe_job_start(bs, &job, writeback);
+    }
+    stripe_cache_arm_timer(c);
+}
+
+/* Age-based writeback and retries after errors. */
+static void stripe_cache_timer_cb(void *opaque)
+{
+    stripe_cache_kick(opaque, false);
+}
+
+void stripe_cache_timer_attach(BlockDriverState *bs, AioContext *ctx)
+{
+    BDRVStripeState *s = bs->opaque;
+
+    s->cache->timer = aio_timer_new(ctx, QEMU_CLOCK_REALTIME, SCALE_NS,
+                                    stripe_cache_timer_cb, bs);
+}
+
+void stripe_cache_timer_detach(BlockDriverState *bs)
+{
+    BDRVStripeState *s = bs->opaque;
+
+    if (s->cache->timer) {
+        timer_free(s->cache->timer);
+        s->cache->timer = NULL;
+    }
+}
+
+/*
+ * Wait until some job completes.  Called with c->lock held; returns with
+ * it held.  With no job in flight, first try to start some (and if the
+ * core has none to give yet, e.g. while retrying after an error, sleep a
+ * little rather than spin).
+ */
+void coroutine_fn stripe_cache_wait_progress(BlockDriverState *bs,
+                                             bool force)
+{
+    BDRVStripeState *s = bs->opaque;
+    StripeCache *c = s->cache;
+
+    if (c->jobs_in_flight) {
+        qemu_co_queue_wait(&c->progress, &c->lock);
+        return;
+    }
+    qemu_mutex_unlock(&c->lock);
+    stripe_cache_kick(bs, force);
+    qemu_mutex_lock(&c->lock);
+    if (!c->jobs_in_flight) {
+        qemu_mutex_unlock(&c->lock);
+        qemu_co_sleep_ns(QEMU_CLOCK_REALTIME, STRIPE_CACHE_IDLE_WAIT_NS);
+        qemu_mutex_lock(&c->lock);
+    }
+}
+
+/*
+ * Wait until @ticket is done: 0, or the -errno of a writeback it waited
+ * for.  Called with c->lock held; returns with it held.
+ */
+int coroutine_fn stripe_cache_wait_ticket(BlockDriverState *bs,
+                                          SCFlush *ticket)
+{
+    BDRVStripeState *s = bs->opaque;
+    StripeCache *c = s->cache;
+    int ret;
+
+    while ((ret = sc_flush_status(c->core, ticket)) == 1) {
+        stripe_cache_wait_progress(bs, true);
+    }
+    sc_flush_release(c->core, ticket);
+    return ret;
+}

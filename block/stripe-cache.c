@@ -1,0 +1,519 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Block driver "stripe": guest requests through the writeback cache and
+ * readahead, and the cache's lifecycle (open, reopen, close, migration).
+ *
+ * The cache core (cache/stripe-cache.h) is sans-IO: it copies hits, absorbs
+ * writes and hands out jobs; the node IO happens here and in
+ * stripe-cache-jobs.c.  Semantics kept from QEMU:
+ *
+ *  - a completed flush means every byte written before it is on the nodes
+ *    and the nodes were flushed (cache=unsafe: flushes are not forwarded,
+ *    writeback still runs in the background);
+ *  - FUA writes and cache=writethrough (QEMU sets FUA on every write)
+ *    complete only once written through, with FUA on the nodes;
+ *  - a writeback error reaches the guest as the error of the next flush,
+ *    and the data stays dirty and is retried, never dropped;
+ *  - close, reopen to no cache and migration (inactivate) write everything
+ *    back first and report failure.
+ */
+
+#include "qemu/osdep.h"
+#include "block/aio_task.h"
+#include "block/block-io.h"
+#include "block/block_int.h"
+#include "qapi/error.h"
+#include "qemu/coroutine.h"
+#include "qemu/error-report.h"
+#include "qemu/iov.h"
+#include "qemu/main-loop.h"
+#include "stripe.h"
+#include "trace.h"
+
+/*
+ * cache=unsafe never forwards the guest's flushes, so waiting for one to
+ * end write-through would leave the cache write-through forever.
+ */
+static void stripe_cache_effective_opts(const SCOptions *opts, int flags,
+                                        SCOptions *o)
+{
+    *o = *opts;
+    if (flags & BDRV_O_NO_FLUSH) {
+        o->writethrough_until_flush = false;
+    }
+}
+
+int stripe_cache_open(BlockDriverState *bs, const SCOptions *opts, int flags,
+                      Error **errp)
+{
+    BDRVStripeState *s = bs->opaque;
+    SCOptions o;
+    SCGeometry geo = {
+        .disk_size = s->geo.virtual_size,
+        .stripe_unit = s->geo.stripe_unit,
+        .node_count = s->node_count,
+        .align = stripe_node_alignment(s),
+        .max_writeback_per_node = STRIPE_CACHE_WB_PER_NODE,
+        .max_fetch_per_node = STRIPE_CACHE_FETCH_PER_NODE,
+    };
+    g_autofree char *msg = NULL;
+    StripeCache *c;
+    SCCache *core;
+
+    stripe_cache_effective_opts(opts, flags, &o);
+    core = sc_cache_new(&o, &geo, &msg);
+    if (!core) {
+        error_setg(errp, "stripe: %s", msg);
+        return -EINVAL;
+    }
+    c = g_new0(StripeCache, 1);
+    c->core = core;
+    qemu_mutex_init(&c->lock);
+    qemu_co_queue_init(&c->progress);
+    s->cache = c;
+    stripe_cache_timer_attach(bs, bdrv_get_aio_context(bs));
+    trace_stripe_cache_open(bs, o.size, o.max_dirty, o.readahead_max_bytes);
+    return 0;
+}
+
+/* New options on reopen; they were checked in reopen_prepare. */
+void stripe_cache_reconfigure(BlockDriverState *bs, const SCOptions *opts,
+                              int flags)
+{
+    BDRVStripeState *s = bs->opaque;
+    g_autofree char *msg = NULL;
+    SCOptions o;
+
+    stripe_cache_effective_opts(opts, flags, &o);
+    qemu_mutex_lock(&s->cache->lock);
+    if (!sc_cache_reconfigure(s->cache->core, &o, &msg)) {
+        warn_report("stripe: cache options not changed: %s", msg);
+    }
+    qemu_mutex_unlock(&s->cache->lock);
+}
+
+/* The cache must be clean and idle (written back, drained). */
+static void stripe_cache_free(BlockDriverState *bs)
+{
+    BDRVStripeState *s = bs->opaque;
+    StripeCache *c = s->cache;
+
+    stripe_cache_timer_detach(bs);
+    sc_cache_free(c->core);
+    qemu_mutex_destroy(&c->lock);
+    g_free(c);
+    s->cache = NULL;
+}
+
+/*
+ * Write back everything dirty, even with cache=unsafe, and flush the
+ * nodes: for close, inactivation and turning the cache off.
+ */
+int coroutine_fn GRAPH_RDLOCK stripe_cache_co_writeback_all(
+    BlockDriverState *bs)
+{
+    BDRVStripeState *s = bs->opaque;
+    StripeCache *c = s->cache;
+    SCFlush *ticket;
+    int ret;
+
+    qemu_mutex_lock(&c->lock);
+    ticket = sc_flush_begin(c->core, false);
+    ret = stripe_cache_wait_ticket(bs, ticket);
+    qemu_mutex_unlock(&c->lock);
+    if (ret == 0) {
+        ret = stripe_co_flush_nodes(bs);
+    }
+    return ret;
+}
+
+typedef struct StripeWritebackAll {
+    BlockDriverState *bs;
+    int ret;
+    bool done;
+} StripeWritebackAll;
+
+static void coroutine_fn stripe_writeback_all_entry(void *opaque)
+{
+    StripeWritebackAll *w = opaque;
+
+    bdrv_graph_co_rdlock();
+    w->ret = stripe_cache_co_writeback_all(w->bs);
+    bdrv_graph_co_rdunlock();
+    w->done = true;
+    aio_wait_kick();
+}
+
+/* stripe_cache_co_writeback_all() from the main loop, polling. */
+int stripe_cache_writeback_all(BlockDriverState *bs)
+{
+    StripeWritebackAll w = { .bs = bs };
+    Coroutine *co;
+
+    GLOBAL_STATE_CODE();
+    co = qemu_coroutine_create(stripe_writeback_all_entry, &w);
+    bdrv_inc_in_flight(bs);
+    aio_co_enter(bdrv_get_aio_context(bs), co);
+    BDRV_POLL_WHILE(bs, !w.done);
+    bdrv_dec_in_flight(bs);
+    return w.ret;
+}
+
+void stripe_cache_close(BlockDriverState *bs)
+{
+    BDRVStripeState *s = bs->opaque;
+    SCStats st;
+    int ret, tries;
+
+    /*
+     * bdrv_close() flushed already, but cache=unsafe does not write back
+     * on a flush.  Never drop dirty data silently: retry, then report.
+     */
+    for (tries = 0; tries < STRIPE_CACHE_CLOSE_TRIES; tries++) {
+        ret = stripe_cache_writeback_all(bs);
+        if (ret == 0) {
+            break;
+        }
+    }
+    sc_cache_get_stats(s->cache->core, &st);
+    if (st.dirty_bytes) {
+        error_report("stripe: %" PRIu64 " bytes of cached writes could not "
+                     "be written to the nodes at close: %s", st.dirty_bytes,
+                     strerror(-ret));
+    } else if (ret < 0) {
+        error_report("stripe: flushing the nodes at close failed: %s",
+                     strerror(-ret));
+    }
+    stripe_cache_free(bs);
+}
+
+/*
+ * Reads
+ */
+
+typedef struct StripeFetchTask {
+    AioTask task;
+    BlockDriverState *bs;
+    SCPiece piece;
+    QEMUIOVector *guest_qiov;   /* DIRECT pieces only */
+    size_t guest_offset;
+} StripeFetchTask;
+
+/*
+ * This function can count as GRAPH_RDLOCK because stripe_cache_co_preadv()
+ * holds the graph lock until all tasks of its pool have finished.
+ */
+static int coroutine_fn GRAPH_RDLOCK stripe_fetch_task_entry(AioTask *task)
+{
+    StripeFetchTask *t = container_of(task, StripeFetchTask, task);
+    BDRVStripeState *s = t->bs->opaque;
+    StripeCache *c = s->cache;
+    QEMUIOVector qiov;
+    int ret;
+
+    if (t->piece.kind == SC_PIECE_DIRECT) {
+        return stripe_co_rw(t->bs, STRIPE_OP_READ, t->piece.offset,
+                            t->piece.len, t->guest_qiov, t->guest_offset, 0);
+    }
+    qemu_iovec_init_external(&qiov, t->piece.job.iov, t->piece.job.iovcnt);
+    ret = stripe_co_rw(t->bs, STRIPE_OP_READ, t->piece.job.offset,
+                       t->piece.job.len, &qiov, 0, 0);
+    qemu_mutex_lock(&c->lock);
+    sc_fetch_done(c->core, t->piece.job.id, ret, stripe_cache_now());
+    c->jobs_in_flight--;
+    qemu_co_queue_restart_all(&c->progress);
+    qemu_mutex_unlock(&c->lock);
+    return ret;
+}
+
+int coroutine_fn GRAPH_RDLOCK
+stripe_cache_co_preadv(BlockDriverState *bs, int64_t offset, int64_t bytes,
+                       QEMUIOVector *qiov, size_t qiov_offset)
+{
+    BDRVStripeState *s = bs->opaque;
+    StripeCache *c = s->cache;
+    g_autoptr(GArray) todo = g_array_new(false, false, sizeof(SCPiece));
+    unsigned flags = 0, round;
+    int ret = 0;
+
+    g_array_append_val(todo, ((SCPiece) { .offset = offset,
+                                          .len = bytes }));
+    for (round = 0; todo->len; round++) {
+        g_autoptr(GArray) next = g_array_new(false, false, sizeof(SCPiece));
+        AioTaskPool *pool = NULL;
+        bool need_wait = false, issued = false;
+        guint i, j;
+
+        qemu_mutex_lock(&c->lock);
+        for (i = 0; i < todo->len; i++) {
+            SCPiece *r = &g_array_index(todo, SCPiece, i);
+            g_autoptr(GArray) pieces = NULL;
+
+            if (round >= STRIPE_CACHE_MAX_READ_ROUNDS) {
+                /* Starved by evictions: read the rest straight through. */
+                r->kind = SC_PIECE_DIRECT;
+                g_array_append_val(next, *r);
+                continue;
+            }
+            pieces = sc_read(c->core, r->offset, r->len, qiov->iov,
+                             qiov->niov, qiov_offset + (r->offset - offset),
+                             flags, stripe_cache_now());
+            for (j = 0; j < pieces->len; j++) {
+                SCPiece *p = &g_array_index(pieces, SCPiece, j);
+
+                if (p->kind != SC_PIECE_HIT) {
+                    g_array_append_val(next, *p);
+                }
+                /* Counted so that readers waiting for it get woken. */
+                c->jobs_in_flight += p->kind == SC_PIECE_FETCH;
+            }
+        }
+        flags = SC_READ_RETRY;
+
+        /* Pieces being fetched by others: wait without losing a wakeup. */
+        for (i = 0; i < next->len; i++) {
+            SCPieceKind k = g_array_index(next, SCPiece, i).kind;
+
+            need_wait |= k == SC_PIECE_WAIT;
+            issued |= k == SC_PIECE_FETCH || k == SC_PIECE_DIRECT;
+        }
+        if (need_wait && !issued) {
+            stripe_cache_wait_progress(bs, false);
+        }
+        qemu_mutex_unlock(&c->lock);
+        stripe_cache_kick(bs, false);
+
+        g_array_set_size(todo, 0);
+        for (i = 0; i < next->len; i++) {
+            SCPiece *p = &g_array_index(next, SCPiece, i);
+            StripeFetchTask *t;
+
+            if (p->kind == SC_PIECE_WAIT) {
+                g_array_append_val(todo, *p);
+                continue;
+            }
+            if (!pool) {
+                pool = aio_task_pool_new(STRIPE_MAX_PARALLEL);
+            }
+            t = g_new(StripeFetchTask, 1);
+            *t = (StripeFetchTask) {
+                .task.func = stripe_fetch_task_entry,
+                .bs = bs,
+                .piece = *p,
+                .guest_qiov = qiov,
+                .guest_offset = qiov_offset + (p->offset - offset),
+            };
+            aio_task_pool_start_task(pool, &t->task);
+            if (p->kind == SC_PIECE_FETCH) {
+                /* Read again from the cache once filled. */
+                g_array_append_val(todo, *p);
+            }
+        }
+        if (pool) {
+            aio_task_pool_wait_all(pool);
+            ret = aio_task_pool_status(pool);
+            aio_task_pool_free(pool);
+            if (ret < 0) {
+                return ret;
+            }
+        }
+    }
+    return 0;
+}
+
+/*
+ * Writes
+ */
+
+/*
+ * Write around the cache: for discard, write-zeroes and writes that can
+ * never fit.  No older writeback may land after the node request, and no
+ * fetch that read the old data may make it clean afterwards.
+ */
+int coroutine_fn GRAPH_RDLOCK
+stripe_cache_co_write_around(BlockDriverState *bs, StripeOp op,
+                             int64_t offset, int64_t bytes,
+                             QEMUIOVector *qiov, size_t qiov_offset,
+                             BdrvRequestFlags flags)
+{
+    BDRVStripeState *s = bs->opaque;
+    StripeCache *c = s->cache;
+    int ret;
+
+    qemu_mutex_lock(&c->lock);
+    sc_invalidate(c->core, offset, bytes);
+    while (sc_range_busy(c->core, offset, bytes)) {
+        stripe_cache_wait_progress(bs, false);
+    }
+    qemu_mutex_unlock(&c->lock);
+
+    ret = stripe_co_rw(bs, op, offset, bytes, qiov, qiov_offset, flags);
+
+    qemu_mutex_lock(&c->lock);
+    sc_invalidate(c->core, offset, bytes);
+    qemu_mutex_unlock(&c->lock);
+    return ret;
+}
+
+int coroutine_fn GRAPH_RDLOCK
+stripe_cache_co_pwritev(BlockDriverState *bs, int64_t offset, int64_t bytes,
+                        QEMUIOVector *qiov, size_t qiov_offset,
+                        BdrvRequestFlags flags)
+{
+    BDRVStripeState *s = bs->opaque;
+    StripeCache *c = s->cache;
+    unsigned wflags = (flags & BDRV_REQ_FUA) ? SC_WRITE_FUA : 0;
+    SCWriteResult r;
+    int ret;
+
+    qemu_mutex_lock(&c->lock);
+    for (;;) {
+        r = sc_write(c->core, offset, bytes, qiov->iov, qiov->niov,
+                     qiov_offset, wflags, stripe_cache_now());
+        if (r.status != SC_WRITE_BLOCKED) {
+            break;
+        }
+        /* At max-dirty: wait until writeback makes room. */
+        stripe_cache_wait_progress(bs, false);
+    }
+
+    switch (r.status) {
+    case SC_WRITE_DONE:
+        if (r.delay_ns > 0) {
+            c->throttled_writes++;
+            c->throttle_ns += r.delay_ns;
+        }
+        qemu_mutex_unlock(&c->lock);
+        stripe_cache_kick(bs, false);
+        if (r.delay_ns > 0) {
+            /* Pace the writer smoothly instead of stopping it at max. */
+            trace_stripe_cache_throttle(bs, r.delay_ns);
+            qemu_co_sleep_ns(QEMU_CLOCK_REALTIME, r.delay_ns);
+        }
+        return 0;
+    case SC_WRITE_THROUGH:
+        qemu_mutex_unlock(&c->lock);
+        stripe_cache_kick(bs, true);
+        qemu_mutex_lock(&c->lock);
+        ret = stripe_cache_wait_ticket(bs, r.wait);
+        qemu_mutex_unlock(&c->lock);
+        return ret;
+    case SC_WRITE_BYPASS:
+        qemu_mutex_unlock(&c->lock);
+        return stripe_cache_co_write_around(bs, STRIPE_OP_WRITE, offset,
+                                            bytes, qiov, qiov_offset, flags);
+    default:
+        g_assert_not_reached();
+    }
+}
+
+/*
+ * Flush
+ */
+
+int coroutine_fn GRAPH_RDLOCK stripe_cache_co_flush(BlockDriverState *bs)
+{
+    BDRVStripeState *s = bs->opaque;
+    StripeCache *c = s->cache;
+    int64_t start = stripe_cache_now(), took;
+    SCFlush *ticket;
+    int ret;
+
+    if (bs->open_flags & BDRV_O_NO_FLUSH) {
+        /* cache=unsafe: writeback goes on by age and pressure. */
+        return 0;
+    }
+    qemu_mutex_lock(&c->lock);
+    ticket = sc_flush_begin(c->core, true);
+    qemu_mutex_unlock(&c->lock);
+    stripe_cache_kick(bs, true);
+    qemu_mutex_lock(&c->lock);
+    ret = stripe_cache_wait_ticket(bs, ticket);
+    qemu_mutex_unlock(&c->lock);
+    if (ret == 0) {
+        ret = stripe_co_flush_nodes(bs);
+    }
+
+    took = stripe_cache_now() - start;
+    qemu_mutex_lock(&c->lock);
+    c->flush_count++;
+    c->flush_errors += ret < 0;
+    c->flush_ns_total += took;
+    c->flush_ns_max = MAX(c->flush_ns_max, took);
+    qemu_mutex_unlock(&c->lock);
+    trace_stripe_cache_flush(bs, took, ret);
+    return ret;
+}
+
+/*
+ * Drain, AioContext and migration
+ */
+
+void stripe_cache_drain_begin(BlockDriverState *bs)
+{
+    BDRVStripeState *s = bs->opaque;
+
+    qemu_mutex_lock(&s->cache->lock);
+    s->cache->quiesced = true;
+    qemu_mutex_unlock(&s->cache->lock);
+    if (s->cache->timer) {
+        timer_del(s->cache->timer);
+    }
+}
+
+static void stripe_cache_resume_bh(void *opaque)
+{
+    BlockDriverState *bs = opaque;
+
+    stripe_cache_kick(bs, false);
+    bdrv_dec_in_flight(bs);
+}
+
+void stripe_cache_drain_end(BlockDriverState *bs)
+{
+    BDRVStripeState *s = bs->opaque;
+
+    qemu_mutex_lock(&s->cache->lock);
+    s->cache->quiesced = false;
+    qemu_mutex_unlock(&s->cache->lock);
+    /* No IO from a drain callback: resume background work from a BH. */
+    bdrv_inc_in_flight(bs);
+    aio_bh_schedule_oneshot(bdrv_get_aio_context(bs), stripe_cache_resume_bh,
+                            bs);
+}
+
+int stripe_cache_inactivate(BlockDriverState *bs)
+{
+    BDRVStripeState *s = bs->opaque;
+    int ret;
+
+    /* Migration hands the nodes over: nothing may stay behind here. */
+    ret = stripe_cache_writeback_all(bs);
+    if (ret < 0) {
+        return ret;
+    }
+    qemu_mutex_lock(&s->cache->lock);
+    s->cache->inactive = true;
+    qemu_mutex_unlock(&s->cache->lock);
+    return 0;
+}
+
+int stripe_cache_activate(BlockDriverState *bs, Error **errp)
+{
+    BDRVStripeState *s = bs->opaque;
+    StripeCache *c = s->cache;
+    int ret;
+
+    /* The nodes may have been written by another host meanwhile. */
+    qemu_mutex_lock(&c->lock);
+    ret = sc_cache_drop(c->core);
+    if (ret == 0) {
+        c->inactive = false;
+    }
+    qemu_mutex_unlock(&c->lock);
+    if (ret < 0) {
+        error_setg_errno(errp, -ret, "stripe: cannot drop the cache: it "
+                         "holds data not yet written to the nodes");
+    }
+    return ret;
+}

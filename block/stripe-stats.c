@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Block driver "stripe": driver-specific statistics for query-blockstats.
+ *
+ * No hypervisor-facing anchor (librbd's admin socket, nbdkit's debug log)
+ * shows what a client cache does; here it is part of QMP.
+ */
+
+#include "qemu/osdep.h"
+#include "block/block_int.h"
+#include "stripe.h"
+
+static StripeCacheStats *stripe_cache_stats(StripeCache *c)
+{
+    StripeCacheStats *st = g_new0(StripeCacheStats, 1);
+    SCStats core;
+
+    qemu_mutex_lock(&c->lock);
+    sc_cache_get_stats(c->core, &core);
+    *st = (StripeCacheStats) {
+        .read_hit_requests = core.read_hit_requests,
+        .read_miss_requests = core.read_miss_requests,
+        .read_hit_bytes = core.read_hit_bytes,
+        .read_miss_bytes = core.read_miss_bytes,
+        .readahead_issued_bytes = core.readahead_issued_bytes,
+        .readahead_used_bytes = core.readahead_used_bytes,
+        .readahead_wasted_bytes = core.readahead_wasted_bytes,
+        .readahead_streams = core.readahead_streams,
+        .write_requests = core.write_requests,
+        .write_bytes = core.write_bytes,
+        .write_through_requests = core.write_through_requests,
+        .write_bypass_requests = core.write_bypass_requests,
+        .writeback_requests = core.writeback_requests,
+        .writeback_bytes = core.writeback_bytes,
+        .writeback_errors = core.writeback_errors,
+        /* Coalescing: how many guest writes one node write carried. */
+        .writes_per_writeback = core.writeback_requests ?
+            (double)core.write_requests / core.writeback_requests : 0,
+        .dirty_bytes = core.dirty_bytes,
+        .writeback_inflight_bytes = core.writeback_inflight_bytes,
+        .clean_bytes = core.clean_bytes,
+        .memory_bytes = core.memory_bytes,
+        .metadata_bytes = core.metadata_bytes,
+        .flush_requests = c->flush_count,
+        .flush_errors = c->flush_errors,
+        .flush_total_time_ns = c->flush_ns_total,
+        .flush_max_time_ns = c->flush_ns_max,
+        .throttled_writes = c->throttled_writes,
+        .throttle_time_ns = c->throttle_ns,
+        .blocked_writes = core.write_blocked_count,
+    };
+    qemu_mutex_unlock(&c->lock);
+    return st;
+}
+
+BlockStatsSpecific *stripe_get_specific_stats(BlockDriverState *bs)
+{
+    BDRVStripeState *s = bs->opaque;
+    BlockStatsSpecific *stats = g_new0(BlockStatsSpecific, 1);
+
+    stats->driver = BLOCKDEV_DRIVER_STRIPE;
+    stats->u.stripe.nodes = s->node_count;
+    if (s->cache) {
+        stats->u.stripe.cache = stripe_cache_stats(s->cache);
+    }
+    return stats;
+}
