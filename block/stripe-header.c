@@ -13,8 +13,10 @@
 #include "stripe.h"
 #include "trace.h"
 
+static char *stripe_node_desc(BdrvChild *child, uint32_t pos) GRAPH_RDLOCK;
+
 /* "node 2 (iscsi://...)": how errors name a node given by the user. */
-static char * GRAPH_RDLOCK stripe_node_desc(BdrvChild *child, uint32_t pos)
+static char *stripe_node_desc(BdrvChild *child, uint32_t pos)
 {
     bdrv_refresh_filename(child->bs);
     return g_strdup_printf("node %u (%s)", pos, child->bs->filename);

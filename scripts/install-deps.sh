@@ -22,7 +22,7 @@ PACKAGES=(
     # storage nodes and load generators
     tgt libiscsi-bin fio nbdkit libnbd-bin iproute2 socat jq
     # guest boot (BIOS, option ROMs, initramfs userland)
-    seabios ipxe-qemu busybox-static cpio
+    seabios ipxe-qemu busybox-static cpio e2fsprogs
     # tests and benchmark reports
     valgrind gnuplot-nox
 )
