@@ -55,13 +55,13 @@ QemuOptsList stripe_runtime_opts = {
             .name = STRIPE_OPT_RA_MAX_BYTES,
             .type = QEMU_OPT_SIZE,
             .help = "Largest readahead window; 0 disables readahead "
-                    "(default 512K)",
+                    "(default 2M)",
         },
         {
             .name = STRIPE_OPT_RA_DISABLE_AFTER,
             .type = QEMU_OPT_SIZE,
             .help = "Stop readahead after this many bytes were read; "
-                    "0 never stops (default 50M)",
+                    "0 never stops (default 0)",
         },
         { /* end of list */ }
     },

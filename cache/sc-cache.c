@@ -59,7 +59,9 @@ SCCache *sc_cache_new(const SCOptions *opts, const SCGeometry *geo,
     sc_tree_init(&c->dirty_by_since);
     g_queue_init(&c->lru);
     c->pages = g_hash_table_new(g_int64_hash, g_int64_equal);
-    c->page_pool = g_ptr_array_new_with_free_func(g_free);
+    c->page_pool = g_ptr_array_new();
+    c->arenas = g_ptr_array_new_with_free_func(
+        (GDestroyNotify)sc_arena_free);
     c->nodes = g_new0(SCNode, geo->node_count);
     for (i = 0; i < geo->node_count; i++) {
         sc_tree_init(&c->nodes[i].eligible);
@@ -78,6 +80,7 @@ SCCache *sc_cache_new(const SCOptions *opts, const SCGeometry *geo,
     ra_config_from(c, &rc);
     sc_ra_init(&c->ra, &rc);
     apply_options(c, opts);
+    sc_page_arenas_fit(c);
     return c;
 }
 
@@ -130,7 +133,7 @@ void sc_cache_free(SCCache *c)
     sc_store_clear(c);
     sc_tickets_free_all(c);
     g_hash_table_destroy(c->pages);
-    g_ptr_array_unref(c->page_pool);
+    sc_page_pool_free(c);
     g_hash_table_destroy(c->wb_jobs);
     g_hash_table_destroy(c->fetch_jobs);
     g_free(c->nodes);
@@ -161,6 +164,7 @@ bool sc_cache_reconfigure(SCCache *c, const SCOptions *opts, char **errmsg)
     apply_options(c, opts);
     shrink_to_budget(c);
     sc_page_pool_trim(c);
+    sc_page_arenas_fit(c);
     return true;
 }
 

@@ -2,10 +2,11 @@
 /*
  * stripe-cache: eviction and the memory budget.
  *
- * Two budgets: data pages (mem_bytes <= cache-size, counting clean, dirty,
- * in-flight and fetch pages alike) and bookkeeping (meta_limit, an eighth
- * of cache-size, so that millions of one-byte extents cannot eat memory
- * that the data budget does not see).  Room is made by evicting CLEAN
+ * One budget: data pages (counting clean, dirty, in-flight and fetch pages
+ * alike) and bookkeeping together stay within cache-size, so the process
+ * grows by no more than that; bookkeeping alone may use at most
+ * meta_limit, an eighth of it, so that millions of one-byte extents cannot
+ * crowd out the data.  Room is made by evicting CLEAN
  * extents from the cold end of the LRU, and as a last resort by cancelling
  * queued prefetch jobs that were not handed out yet.  DIRTY data and
  * anything in flight is never evicted; when they fill the budget the
@@ -16,18 +17,30 @@
 
 uint64_t sc_meta_bytes(const SCCache *c)
 {
-    return c->extent_count * sizeof(SCExtent) +
-           c->page_count * (sizeof(SCPage) + SC_HASH_ENTRY_BYTES) +
+    /* What malloc really takes: each block also carries its header. */
+    return c->extent_count * (sizeof(SCExtent) + SC_ALLOC_OVERHEAD) +
+           c->page_count * (sizeof(SCPage) + SC_ALLOC_OVERHEAD +
+                            SC_HASH_ENTRY_BYTES) +
            c->page_pool->len * (sizeof(SCPage) + c->page_size) +
-           g_hash_table_size(c->wb_jobs) * sizeof(SCWbJob) +
-           g_hash_table_size(c->fetch_jobs) * sizeof(SCFetchJob) +
+           g_hash_table_size(c->wb_jobs) *
+               (sizeof(SCWbJob) + SC_ALLOC_OVERHEAD) +
+           g_hash_table_size(c->fetch_jobs) *
+               (sizeof(SCFetchJob) + SC_ALLOC_OVERHEAD) +
+           c->arena_slots * sizeof(uint32_t) +
            c->geo.node_count * sizeof(SCNode) + sizeof(SCCache);
 }
 
+/*
+ * Data and bookkeeping share cache-size, so that the process grows by no
+ * more than cache-size however small the extents are; bookkeeping alone
+ * may take at most meta_limit of it, so that data always keeps the rest.
+ */
 bool sc_over_budget(SCCache *c, uint64_t mem_need, uint64_t ext_need)
 {
-    return c->mem_bytes + mem_need > c->opts.size ||
-           sc_meta_bytes(c) + ext_need * sizeof(SCExtent) > c->meta_limit;
+    uint64_t meta = sc_meta_bytes(c) + ext_need * sizeof(SCExtent);
+
+    return c->mem_bytes + mem_need + meta > c->opts.size ||
+           meta > c->meta_limit;
 }
 
 bool sc_make_room(SCCache *c, uint64_t mem_need, uint64_t ext_need,

@@ -31,6 +31,7 @@
 #define SC_INTERNAL_H
 
 #include "stripe-cache.h"
+#include "sc-arena.h"
 #include "sc-tree.h"
 #include "sc-readahead.h"
 
@@ -44,6 +45,8 @@
 
 /* Limits on options and geometry */
 #define SC_MIN_SIZE (64 * SC_KiB)
+/* Free page slots an arena keeps resident (sc-arena.h). */
+#define SC_ARENA_KEEP_SLOTS 8
 #define SC_MAX_SIZE (1ULL << 40)
 #define SC_MAX_DIRTY_AGE_NS (3600 * SC_NS_PER_SEC)
 #define SC_MAX_RA_TRIGGER 65536
@@ -64,8 +67,12 @@
 #define SC_BACKOFF_MIN_NS (10 * SC_NS_PER_MS)
 #define SC_BACKOFF_MAX_NS (1 * SC_NS_PER_SEC)
 
-/* Estimated bytes of hash table overhead per stored page. */
-#define SC_HASH_ENTRY_BYTES 24
+/*
+ * Bookkeeping as allocated: a GHashTable entry (hash, key, value, with
+ * the table's slack) and the header glibc's malloc puts before a block.
+ */
+#define SC_HASH_ENTRY_BYTES 40
+#define SC_ALLOC_OVERHEAD 16
 /*
  * Freed pages kept for reuse, at most this many and at most 1/64 of the
  * cache: pages are just above the allocator's small-size caches, and
@@ -95,7 +102,7 @@ typedef struct SCPage {
     uint32_t refs;              /* the store's plus one per job */
     uint32_t used;              /* bytes covered by CLEAN/DIRTY extents */
     bool in_store;
-    uint8_t data[];
+    uint8_t *data;              /* a slot of c->arenas (see sc-arena.h) */
 } SCPage;
 
 typedef struct SCExtent {
@@ -192,6 +199,8 @@ struct SCCache {
     GHashTable *pages;
     uint64_t page_count;        /* all live pages, store and jobs */
     GPtrArray *page_pool;       /* freed pages kept for reuse */
+    GPtrArray *arenas;          /* SCArena: where page data lives */
+    uint64_t arena_slots;       /* slots in all arenas */
     uint64_t mem_bytes;
     uint64_t fetch_mem_bytes;   /* pages owned by fetch jobs */
     uint64_t prefetch_mem_bytes;
@@ -318,6 +327,8 @@ void sc_job_iov_build(SCCache *c, uint64_t start, uint64_t end,
                       SCPage **pages, struct iovec *iov);
 uint32_t sc_pages_spanned(const SCCache *c, uint64_t start, uint64_t end);
 void sc_page_pool_trim(SCCache *c);
+void sc_page_arenas_fit(SCCache *c);
+void sc_page_pool_free(SCCache *c);
 
 /* sc-extent.c: the extent map and the per-state indexes */
 SCExtent *sc_ext_new(SCCache *c, uint64_t start, uint64_t end,

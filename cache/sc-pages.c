@@ -64,12 +64,88 @@ static uint32_t page_pool_cap(const SCCache *c)
     return MIN(SC_PAGE_POOL_MAX, c->opts.size / c->page_size / 64);
 }
 
+/*
+ * Under AddressSanitizer every page is its own allocation, so that an
+ * overrun of a page is caught; otherwise page data comes from the arenas.
+ */
+#if defined(__SANITIZE_ADDRESS__)
+#define SC_USE_ARENAS 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define SC_USE_ARENAS 0
+#endif
+#endif
+#ifndef SC_USE_ARENAS
+#define SC_USE_ARENAS 1
+#endif
+
+/*
+ * Make the arenas hold every page the budget allows plus the page pool,
+ * so that the malloc fallback below is never needed.  A larger cache-size
+ * adds an arena; a smaller one keeps the slots reserved.
+ */
+void sc_page_arenas_fit(SCCache *c)
+{
+    uint64_t want = c->opts.size / c->page_size + page_pool_cap(c) + 1;
+    SCArena *a;
+
+    if (!SC_USE_ARENAS || want <= c->arena_slots) {
+        return;
+    }
+    /* The page pool keeps pages for reuse already: keep few free slots. */
+    a = sc_arena_new(c->page_size, want - c->arena_slots,
+                     SC_ARENA_KEEP_SLOTS);
+    if (a) {
+        g_ptr_array_add(c->arenas, a);
+        c->arena_slots = want;
+    }
+}
+
+static uint8_t *page_data_get(SCCache *c)
+{
+    guint i;
+
+    for (i = 0; i < c->arenas->len; i++) {
+        void *slot = sc_arena_get(g_ptr_array_index(c->arenas, i));
+
+        if (slot) {
+            return slot;
+        }
+    }
+    return g_malloc(c->page_size);
+}
+
+static void page_data_put(SCCache *c, uint8_t *data)
+{
+    guint i;
+
+    for (i = 0; i < c->arenas->len; i++) {
+        SCArena *a = g_ptr_array_index(c->arenas, i);
+
+        if (sc_arena_owns(a, data)) {
+            sc_arena_put(a, data);
+            return;
+        }
+    }
+    g_free(data);
+}
+
+static void page_free(SCCache *c, SCPage *p)
+{
+    page_data_put(c, p->data);
+    g_free(p);
+}
+
 SCPage *sc_page_alloc(SCCache *c, uint64_t index)
 {
-    SCPage *p = c->page_pool->len
-                ? g_ptr_array_steal_index_fast(c->page_pool,
-                                               c->page_pool->len - 1)
-                : g_malloc(sizeof(SCPage) + c->page_size);
+    SCPage *p;
+
+    if (c->page_pool->len) {
+        p = g_ptr_array_steal_index_fast(c->page_pool, c->page_pool->len - 1);
+    } else {
+        p = g_new(SCPage, 1);
+        p->data = page_data_get(c);
+    }
 
     p->index = index;
     p->refs = 1;
@@ -90,7 +166,7 @@ void sc_page_unref(SCCache *c, SCPage *p)
         if (c->page_pool->len < page_pool_cap(c)) {
             g_ptr_array_add(c->page_pool, p);
         } else {
-            g_free(p);
+            page_free(c, p);
         }
     }
 }
@@ -99,9 +175,20 @@ void sc_page_unref(SCCache *c, SCPage *p)
 void sc_page_pool_trim(SCCache *c)
 {
     while (c->page_pool->len > page_pool_cap(c)) {
-        g_free(g_ptr_array_steal_index_fast(c->page_pool,
-                                            c->page_pool->len - 1));
+        page_free(c, g_ptr_array_steal_index_fast(c->page_pool,
+                                                  c->page_pool->len - 1));
     }
+}
+
+/* Free the pool and the arenas; every other page must be gone. */
+void sc_page_pool_free(SCCache *c)
+{
+    while (c->page_pool->len) {
+        page_free(c, g_ptr_array_steal_index_fast(c->page_pool,
+                                                  c->page_pool->len - 1));
+    }
+    g_ptr_array_unref(c->page_pool);
+    g_ptr_array_free(c->arenas, true);
 }
 
 SCPage *sc_store_lookup(SCCache *c, uint64_t index)

@@ -20,7 +20,7 @@ PACKAGES=(
     # clang -Wthread-safety check, libFuzzer, sanitizers
     clang lld libclang-rt-14-dev
     # storage nodes and load generators
-    tgt libiscsi-bin fio nbdkit libnbd-bin iproute2 socat jq
+    tgt libiscsi-bin fio nbdkit libnbd-bin python3-libnbd iproute2 socat jq
     # guest boot (BIOS, option ROMs, initramfs userland)
     seabios ipxe-qemu busybox-static cpio e2fsprogs
     # tests and benchmark reports

@@ -16,8 +16,8 @@ static void test_defaults(void)
     sc_assert_cmpu(o.max_dirty_age_ns, ==, SC_NS_PER_SEC);
     sc_assert(o.writethrough_until_flush);
     sc_assert_cmpu(o.readahead_trigger_requests, ==, 10);
-    sc_assert_cmpu(o.readahead_max_bytes, ==, 512 * SC_KiB);
-    sc_assert_cmpu(o.readahead_disable_after_bytes, ==, 50 * SC_MiB);
+    sc_assert_cmpu(o.readahead_max_bytes, ==, 2 * SC_MiB);
+    sc_assert_cmpu(o.readahead_disable_after_bytes, ==, 0);
     sc_assert(!(sc_options_check(&o)));
 }
 

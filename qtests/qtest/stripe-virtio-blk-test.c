@@ -20,7 +20,23 @@
  *   QEMU_STRIPE_ERROR_FILES  the files of a formatted stripe image (at
  *                            least two), space separated, in any order
  *
- * Each group is skipped without its variable.  The request offsets are
+ * In stripe/cache/, drive0 has the stripe's writeback cache in front of
+ * its nodes, and the tests check the semantics of each QEMU cache mode by
+ * holding one node back (SIGSTOP through the harness, so that it answers
+ * nothing until resumed) and watching which guest requests complete
+ * meanwhile; data written is then read from the node's backing file.
+ * They use the stripe of stripe/ and need, besides QEMU_STRIPE_NODE_URLS,
+ * the pool that serves it (lists in the harness's node order):
+ *
+ *   QEMU_STRIPE_HARNESS     the storage-nodes script, for pause and resume
+ *   QEMU_STRIPE_POOL_DIR    the pool directory given to it
+ *   QEMU_STRIPE_POOL_URLS   the URL of each node of the pool
+ *   QEMU_STRIPE_POOL_FILES  the LUN backing file of each node of the pool
+ *
+ * Two more stripe/cache/ tests fail writeback with a blkdebug node over
+ * the files of QEMU_STRIPE_ERROR_FILES, as in stripe/error/ but cached.
+ *
+ * Each group is skipped without its variables.  The request offsets are
  * derived from the geometry that the driver reports over QMP, so that
  * requests straddle stripe units, wrap around all nodes and end in the last
  * (partial) row whatever the stripe unit and node count are.
@@ -32,7 +48,9 @@
 #include "qemu/module.h"
 #include "qemu/timer.h"
 #include "qemu/units.h"
+#include "qapi/error.h"
 #include "qobject/qdict.h"
+#include "qobject/qjson.h"
 #include "qobject/qlist.h"
 #include "standard-headers/linux/virtio_blk.h"
 #include "standard-headers/linux/virtio_config.h"
@@ -226,10 +244,14 @@ static void blk_submit(StripeDev *d, BlkReq *r, uint32_t type,
     qvirtqueue_kick(d->qts, d->vdev, d->vq, r->head);
 }
 
-/* Wait until the device has used every request of @reqs, in any order. */
-static void blk_wait(StripeDev *d, BlkReq *reqs, unsigned n)
+/*
+ * Wait until the device has used every request of @reqs, in any order,
+ * for at most @timeout_us.
+ */
+static void blk_wait_timeout(StripeDev *d, BlkReq *reqs, unsigned n,
+                             gint64 timeout_us)
 {
-    gint64 deadline = g_get_monotonic_time() + REQ_TIMEOUT_US;
+    gint64 deadline = g_get_monotonic_time() + timeout_us;
     unsigned pending = n;
     unsigned i;
 
@@ -252,6 +274,11 @@ static void blk_wait(StripeDev *d, BlkReq *reqs, unsigned n)
         reqs[i].done = true;
         pending--;
     }
+}
+
+static void blk_wait(StripeDev *d, BlkReq *reqs, unsigned n)
+{
+    blk_wait_timeout(d, reqs, n, REQ_TIMEOUT_US);
 }
 
 static uint8_t blk_status(StripeDev *d, const BlkReq *r)
@@ -305,61 +332,74 @@ static void blk_read_verify(StripeDev *d, Shadow *sh, uint64_t off,
     verify_bytes(d, data, shadow_at(sh, off, len), off, len, what);
 }
 
-static void stripe_query_geometry(QTestState *qts, StripeGeometry *geo)
+/* drive0's image in the query-block reply @resp: a stripe. */
+static QDict *drive0_image(QDict *resp)
 {
-    QDict *resp = qtest_qmp(qts, "{ 'execute': 'query-block' }");
     QListEntry *e;
-    bool found = false;
 
     g_assert(qdict_haskey(resp, "return"));
     QLIST_FOREACH_ENTRY(qdict_get_qlist(resp, "return"), e) {
         QDict *blk = qobject_to(QDict, qlist_entry_obj(e));
-        QDict *image, *spec, *data;
-        QListEntry *n;
+        QDict *image;
 
         if (strcmp(qdict_get_str(blk, "device"), "drive0")) {
             continue;
         }
         image = qdict_get_qdict(qdict_get_qdict(blk, "inserted"), "image");
         g_assert_cmpstr(qdict_get_str(image, "format"), ==, "stripe");
-        spec = qdict_get_qdict(image, "format-specific");
-        g_assert_cmpstr(qdict_get_str(spec, "type"), ==, "stripe");
-        data = qdict_get_qdict(spec, "data");
-        geo->size = qdict_get_int(image, "virtual-size");
-        geo->unit = qdict_get_int(data, "stripe-unit");
-        geo->data_offset = qdict_get_int(data, "data-offset");
-        geo->nodes = qlist_size(qdict_get_qlist(data, "nodes"));
-        geo->debug_node = -1;
-        /*
-         * A node with inject-error rules has no plain filename: it is
-         * named by a json: filename that spells out its driver.
-         */
-        QLIST_FOREACH_ENTRY(qdict_get_qlist(data, "nodes"), n) {
-            QDict *node = qobject_to(QDict, qlist_entry_obj(n));
+        return image;
+    }
+    g_assert_not_reached();
+}
 
-            if (strstr(qdict_get_str(node, "filename"), "blkdebug")) {
-                g_assert_cmpint(geo->debug_node, ==, -1);
-                geo->debug_node = qdict_get_int(node, "index");
-            }
+/* What the stripe driver tells about that image. */
+static QDict *stripe_image_data(QDict *image)
+{
+    QDict *spec = qdict_get_qdict(image, "format-specific");
+
+    g_assert_cmpstr(qdict_get_str(spec, "type"), ==, "stripe");
+    return qdict_get_qdict(spec, "data");
+}
+
+static void stripe_query_geometry(QTestState *qts, StripeGeometry *geo)
+{
+    QDict *resp = qtest_qmp(qts, "{ 'execute': 'query-block' }");
+    QDict *image = drive0_image(resp);
+    QDict *data = stripe_image_data(image);
+    QListEntry *n;
+
+    geo->size = qdict_get_int(image, "virtual-size");
+    geo->unit = qdict_get_int(data, "stripe-unit");
+    geo->data_offset = qdict_get_int(data, "data-offset");
+    geo->nodes = qlist_size(qdict_get_qlist(data, "nodes"));
+    geo->debug_node = -1;
+    /*
+     * A node with inject-error rules has no plain filename: it is
+     * named by a json: filename that spells out its driver.
+     */
+    QLIST_FOREACH_ENTRY(qdict_get_qlist(data, "nodes"), n) {
+        QDict *node = qobject_to(QDict, qlist_entry_obj(n));
+
+        if (strstr(qdict_get_str(node, "filename"), "blkdebug")) {
+            g_assert_cmpint(geo->debug_node, ==, -1);
+            geo->debug_node = qdict_get_int(node, "index");
         }
-        found = true;
     }
     qobject_unref(resp);
-    g_assert(found);
 }
 
 /*
- * Negotiate the features these tests understand, set up queue 0 and read
- * the capacity and the stripe geometry.
+ * Negotiate the features these tests understand, and the features of
+ * @extra, set up queue 0 and read the capacity and the stripe geometry.
  */
 static void stripe_dev_setup(StripeDev *d, QVirtioBlk *blk,
-                             QGuestAllocator *alloc)
+                             QGuestAllocator *alloc, uint64_t extra)
 {
     uint64_t offered;
     uint64_t wanted = (1ULL << VIRTIO_F_VERSION_1) |
                       (1ULL << VIRTIO_BLK_F_FLUSH) |
                       (1ULL << VIRTIO_BLK_F_SEG_MAX) |
-                      (1ULL << VIRTIO_BLK_F_BLK_SIZE);
+                      (1ULL << VIRTIO_BLK_F_BLK_SIZE) | extra;
 
     *d = (StripeDev) {
         .qts = global_qtest,
@@ -382,7 +422,7 @@ static void stripe_dev_setup(StripeDev *d, QVirtioBlk *blk,
 }
 
 /*
- * Start the device of a test outside stripe/error/.  Returns false (and
+ * Start the device of a stripe/ test.  Returns false (and
  * marks the test skipped) when no stripe was configured.
  */
 static bool stripe_dev_start(StripeDev *d, void *obj, void *arg,
@@ -394,7 +434,7 @@ static bool stripe_dev_start(StripeDev *d, void *obj, void *arg,
         g_test_skip("QEMU_STRIPE_NODE_URLS is not set");
         return false;
     }
-    stripe_dev_setup(d, obj, alloc);
+    stripe_dev_setup(d, obj, alloc, 0);
     g_assert_cmpuint(d->geo.nodes, ==, cfg->url_count);
     g_assert_cmpint(d->geo.debug_node, ==, -1);
     return true;
@@ -665,21 +705,51 @@ static void append_opt_value(GString *s, const char *val)
     }
 }
 
-static void *stripe_before(GString *cmd_line, void *arg)
+/* The words of @s (NULL: none), split at white space. */
+static char **split_words(const char *s)
 {
-    const char *urls = g_getenv("QEMU_STRIPE_NODE_URLS");
-    const char *size = g_getenv("QEMU_STRIPE_SIZE");
-    g_autoptr(GString) drive = g_string_new("if=none,id=drive0");
-    g_autofree char *trimmed = g_strstrip(g_strdup(urls ? urls : ""));
-    g_auto(GStrv) v = NULL;
-    g_autofree char *quoted = NULL;
+    char **v = g_strsplit_set(s ? s : "", " \t\n", -1);
+    unsigned i, n = 0;
+
+    for (i = 0; v[i]; i++) {
+        if (*v[i]) {
+            v[n++] = v[i];
+        } else {
+            g_free(v[i]);
+        }
+    }
+    v[n] = NULL;
+    return v;
+}
+
+/* Append the nodes named by the URLs of @urls to @drive; count them. */
+static unsigned append_url_nodes(GString *drive, char **urls)
+{
     unsigned i;
 
-    if (!*trimmed) {
-        /* the device needs a drive0 even when every test skips */
-        g_string_append(cmd_line,
-                        " -drive if=none,id=drive0,format=raw,"
-                        "file=null-co:// ");
+    for (i = 0; urls[i]; i++) {
+        g_string_append_printf(drive, ",nodes.%u.filename=", i);
+        append_opt_value(drive, urls[i]);
+    }
+    return i;
+}
+
+/* The device needs a drive0 even when every test skips. */
+static void append_null_drive(GString *cmd_line)
+{
+    g_string_append(cmd_line,
+                    " -drive if=none,id=drive0,format=raw,file=null-co:// ");
+}
+
+static void *stripe_before(GString *cmd_line, void *arg)
+{
+    const char *size = g_getenv("QEMU_STRIPE_SIZE");
+    g_autoptr(GString) drive = g_string_new("if=none,id=drive0");
+    g_auto(GStrv) urls = split_words(g_getenv("QEMU_STRIPE_NODE_URLS"));
+    g_autofree char *quoted = NULL;
+
+    if (!urls[0]) {
+        append_null_drive(cmd_line);
         return NULL;
     }
 
@@ -689,15 +759,7 @@ static void *stripe_before(GString *cmd_line, void *arg)
     }
     g_string_append(drive, ",driver=stripe,cache=writeback,"
                     "werror=report,rerror=report");
-    v = g_strsplit_set(trimmed, " \t\n", -1);
-    for (i = 0; v[i]; i++) {
-        if (!*v[i]) {
-            continue;
-        }
-        g_string_append_printf(drive, ",nodes.%u.filename=",
-                               stripe_config.url_count++);
-        append_opt_value(drive, v[i]);
-    }
+    stripe_config.url_count = append_url_nodes(drive, urls);
     quoted = g_shell_quote(drive->str);
     g_string_append_printf(cmd_line, " -drive %s ", quoted);
     return &stripe_config;
@@ -738,7 +800,12 @@ typedef struct ErrorCase {
     const char *werror;
     const char *rerror;
     ErrorRule rules[ERR_MAX_RULES];
+    const char *cache;          /* cache mode; NULL: no stripe cache */
+    const char *cache_opts;     /* stripe cache options, with @cache */
 } ErrorCase;
+
+/* The file that the before hook wrapped in blkdebug, for reading it. */
+static char *error_wrapped_file;
 
 /*
  * Disk ranges around the byte at which a rule fires.  @hit is two units
@@ -900,7 +967,7 @@ static bool error_dev_start(StripeDev *d, void *obj, void *arg,
         g_test_skip("QEMU_STRIPE_ERROR_FILES is not set");
         return false;
     }
-    stripe_dev_setup(d, obj, alloc);
+    stripe_dev_setup(d, obj, alloc, 0);
     g_assert_cmpint(d->geo.debug_node, >=, 0);
     g_assert_cmpuint(d->geo.nodes, >=, 2);
     assert_running(d);
@@ -1192,19 +1259,28 @@ static void *stripe_error_before(GString *cmd_line, void *arg)
     qos_invalidate_command_line();
 
     /*
-     * cache.direct=on keeps any cache of the stripe driver out of the way,
-     * so that every guest request reaches the nodes and fails or succeeds
-     * with them.  The files are opened without O_DIRECT (which tmpfs does
-     * not have); the write cache stays on, so the device offers FLUSH.
+     * Without @cache, cache.direct=on keeps the stripe driver's cache out
+     * of the way, so that every guest request reaches the nodes and fails
+     * or succeeds with them.  The files are opened without O_DIRECT (which
+     * tmpfs does not have); the write cache stays on, so the device offers
+     * FLUSH.
      */
-    g_string_append_printf(drive, ",driver=stripe,cache.direct=on"
-                           ",werror=%s,rerror=%s", c->werror, c->rerror);
+    if (c->cache) {
+        g_string_append_printf(drive, ",driver=stripe,cache=%s%s", c->cache,
+                               c->cache_opts ? c->cache_opts : "");
+    } else {
+        g_string_append(drive, ",driver=stripe,cache.direct=on");
+    }
+    g_string_append_printf(drive, ",werror=%s,rerror=%s", c->werror,
+                           c->rerror);
     for (i = 0; v[i]; i++) {
         if (!*v[i]) {
             continue;
         }
         if (n == ERR_WRAPPED_FILE) {
             append_failing_node(drive, n, v[i], c);
+            g_free(error_wrapped_file);
+            error_wrapped_file = g_strdup(v[i]);
         } else {
             g_string_append_printf(drive, ",nodes.%u.driver=file"
                                    ",nodes.%u.cache.direct=off"
@@ -1214,10 +1290,7 @@ static void *stripe_error_before(GString *cmd_line, void *arg)
         n++;
     }
     if (!n) {
-        /* the device needs a drive0 even when every test skips */
-        g_string_append(cmd_line,
-                        " -drive if=none,id=drive0,format=raw,"
-                        "file=null-co:// ");
+        append_null_drive(cmd_line);
         return NULL;
     }
     /* the failing node needs a healthy one to be told apart from */
@@ -1273,6 +1346,873 @@ static void add_error_test(const char *name, QOSTestFunc fn, ErrorCase *c)
     qos_add_test(path, "virtio-blk", fn, &opts);
 }
 
+/*
+ * stripe/cache/: the cache modes, seen from the guest while one node is
+ * held back.
+ *
+ * The harness stops the held node (SIGSTOP): it answers nothing until it
+ * is resumed.  A request that needs the node therefore cannot complete
+ * meanwhile, and one that completes cannot have waited for it; watching a
+ * request for CACHE_HOLD_US is no race.  What reached the node is read
+ * from its LUN's backing file: unit k of the disk is at offset
+ * data_offset + (k / N) * unit of node k % N.
+ */
+
+/* How long a request that waits for the held node is watched. */
+#define CACHE_HOLD_US           (3 * G_USEC_PER_SEC / 2)
+/*
+ * The bound for what must complete while the node is held back.  It stays
+ * below the 15 to 20 s after which QEMU's iSCSI client declares a silent
+ * node dead and reconnects.
+ */
+#define CACHE_HELD_TIMEOUT_US   (10 * G_USEC_PER_SEC)
+/* How long background writeback may take to reach a resumed node. */
+#define CACHE_WRITEBACK_TIMEOUT_US (20 * G_USEC_PER_SEC)
+/*
+ * Each test writes in rows of its own, past the rows that the stripe/
+ * tests write, so that no earlier write can pass for the test's data.
+ */
+#define CACHE_FIRST_ROW         64
+#define CACHE_ROWS_PER_TEST     4
+/* The length of a test write; page aligned, so the cache holds it whole. */
+#define CACHE_WRITE_LEN         (16 * KiB)
+
+/* The pool of storage nodes behind the stripe, in the pool's order. */
+typedef struct CachePool {
+    char *harness;
+    char *dir;
+    char **urls;
+    char **files;
+    unsigned count;
+} CachePool;
+
+static CachePool cache_pool;
+
+/* The drive of one test. */
+typedef struct CacheCase {
+    const char *cache;          /* the cache mode */
+    const char *opts;           /* stripe cache options, or "" */
+    bool write_cache;           /* its cache.writeback: the guest's wce */
+    unsigned slot;              /* picks the test's rows and held node */
+} CacheCase;
+
+/* The node that a test holds back. */
+typedef struct HeldNode {
+    unsigned index;             /* in the stripe */
+    unsigned pool_index;        /* in the pool */
+    const char *file;           /* its LUN's backing file */
+    char *resume_argv[7];       /* "storage-nodes resume ..." */
+    bool held;
+} HeldNode;
+
+static HeldNode held_node;
+
+/* A range of the disk within one stripe unit, and where its node has it. */
+typedef struct CacheTarget {
+    uint64_t off;
+    size_t len;
+    uint64_t node_off;          /* in @file */
+    const char *file;
+} CacheTarget;
+
+/* Take the pool from the environment; false when it is not all there. */
+static bool cache_pool_init(void)
+{
+    const char *harness = g_getenv("QEMU_STRIPE_HARNESS");
+    const char *dir = g_getenv("QEMU_STRIPE_POOL_DIR");
+
+    g_free(cache_pool.harness);
+    g_free(cache_pool.dir);
+    g_strfreev(cache_pool.urls);
+    g_strfreev(cache_pool.files);
+    cache_pool = (CachePool) {
+        .harness = g_strdup(harness),
+        .dir = g_strdup(dir),
+        .urls = split_words(g_getenv("QEMU_STRIPE_POOL_URLS")),
+        .files = split_words(g_getenv("QEMU_STRIPE_POOL_FILES")),
+    };
+    cache_pool.count = g_strv_length(cache_pool.urls);
+    if (!harness || !*harness || !dir || !*dir || !cache_pool.count) {
+        return false;
+    }
+    g_assert_cmpuint(g_strv_length(cache_pool.files), ==, cache_pool.count);
+    return true;
+}
+
+static void *stripe_cache_before(GString *cmd_line, void *arg)
+{
+    const CacheCase *c = arg;
+    g_autoptr(GString) drive = g_string_new("if=none,id=drive0");
+    g_auto(GStrv) urls = split_words(g_getenv("QEMU_STRIPE_NODE_URLS"));
+    g_autofree char *quoted = NULL;
+
+    /*
+     * Every test needs a cache of its own: one that has seen no flush and
+     * counts from zero.  qos-test would otherwise keep a QEMU whose
+     * command line has not changed.
+     */
+    qos_invalidate_command_line();
+    if (!cache_pool_init() || !urls[0]) {
+        append_null_drive(cmd_line);
+        return NULL;
+    }
+    g_string_append_printf(drive, ",driver=stripe,cache=%s%s"
+                           ",werror=report,rerror=report", c->cache, c->opts);
+    g_assert_cmpuint(append_url_nodes(drive, urls), ==, cache_pool.count);
+    quoted = g_shell_quote(drive->str);
+    g_string_append_printf(cmd_line, " -drive %s ", quoted);
+    return arg;
+}
+
+/* The node offset of disk offset @off, which is on node *@node. */
+static uint64_t stripe_node_offset(const StripeGeometry *g, uint64_t off,
+                                   unsigned *node)
+{
+    uint64_t k = off / g->unit;
+
+    *node = k % g->nodes;
+    return g->data_offset + k / g->nodes * g->unit + off % g->unit;
+}
+
+/* Run "storage-nodes @verb" on node @pool_index of the pool. */
+static void harness_node_cmd(const char *verb, unsigned pool_index)
+{
+    g_autofree char *index = g_strdup_printf("%u", pool_index);
+    char *argv[] = {
+        cache_pool.harness, (char *)verb, (char *)"--pool-dir",
+        cache_pool.dir, (char *)"--node", index, NULL
+    };
+    g_autoptr(GError) err = NULL;
+    int status;
+
+    /* stdout is TAP's: the harness has nothing to say on it here */
+    g_assert_true(g_spawn_sync(NULL, argv, NULL,
+                               G_SPAWN_STDOUT_TO_DEV_NULL, NULL, NULL, NULL,
+                               NULL, &status, &err));
+    g_assert_no_error(err);
+    g_assert_true(WIFEXITED(status));
+    g_assert_cmpint(WEXITSTATUS(status), ==, 0);
+}
+
+/*
+ * When an assertion aborts the test, libqtest stops QEMU, whose exit
+ * writes the cache back: resume the node first (this hook runs before
+ * libqtest's), or QEMU waits for it until libqtest kills it 30 s later.
+ */
+static void held_node_abort(void *opaque)
+{
+    HeldNode *h = opaque;
+    pid_t pid;
+
+    if (!h->held) {
+        return;
+    }
+    /* only async-signal-safe calls: this runs in the SIGABRT handler */
+    pid = fork();
+    if (pid == 0) {
+        execv(h->resume_argv[0], h->resume_argv);
+        _exit(127);
+    }
+    if (pid > 0) {
+        waitpid(pid, NULL, 0);
+    }
+}
+
+/*
+ * The URL of an iSCSI node from the filename that QEMU reports for it:
+ * the iscsi driver turns the URL into options, so that filename is a
+ * json: one, from which the URL is spelled as the harness spells it.
+ */
+static char *iscsi_node_url(const char *filename)
+{
+    QDict *opts;
+    char *url;
+
+    if (!g_str_has_prefix(filename, "json:")) {
+        return g_strdup(filename);
+    }
+    opts = qobject_to(QDict, qobject_from_json(filename + 5, &error_abort));
+    g_assert_nonnull(opts);
+    g_assert_cmpstr(qdict_get_str(opts, "driver"), ==, "iscsi");
+    url = g_strdup_printf("iscsi://%s/%s/%s", qdict_get_str(opts, "portal"),
+                          qdict_get_str(opts, "target"),
+                          qdict_get_str(opts, "lun"));
+    qobject_unref(opts);
+    return url;
+}
+
+/*
+ * Choose stripe node @index as the node to hold back: find it in the pool
+ * by the URL of the node that the driver reports with that index.
+ */
+static void held_node_pick(QTestState *qts, unsigned index)
+{
+    QDict *resp = qtest_qmp(qts, "{ 'execute': 'query-block' }");
+    QList *nodes = qdict_get_qlist(stripe_image_data(drive0_image(resp)),
+                                   "nodes");
+    QListEntry *e;
+    g_autofree char *url = NULL;
+    unsigned i;
+
+    QLIST_FOREACH_ENTRY(nodes, e) {
+        QDict *node = qobject_to(QDict, qlist_entry_obj(e));
+
+        if (qdict_get_int(node, "index") == index) {
+            url = iscsi_node_url(qdict_get_str(node, "filename"));
+        }
+    }
+    g_assert_nonnull(url);
+    for (i = 0; i < cache_pool.count; i++) {
+        if (!strcmp(cache_pool.urls[i], url)) {
+            break;
+        }
+    }
+    if (i == cache_pool.count) {
+        g_test_message("stripe node %u (%s) is not in the pool", index, url);
+    }
+    g_assert_cmpuint(i, <, cache_pool.count);
+
+    g_assert_false(held_node.held);
+    for (char **a = held_node.resume_argv; *a; a++) {
+        g_free(*a);
+    }
+    held_node = (HeldNode) {
+        .index = index,
+        .pool_index = i,
+        .file = cache_pool.files[i],
+    };
+    held_node.resume_argv[0] = g_strdup(cache_pool.harness);
+    held_node.resume_argv[1] = g_strdup("resume");
+    held_node.resume_argv[2] = g_strdup("--pool-dir");
+    held_node.resume_argv[3] = g_strdup(cache_pool.dir);
+    held_node.resume_argv[4] = g_strdup("--node");
+    held_node.resume_argv[5] = g_strdup_printf("%u", held_node.pool_index);
+    qobject_unref(resp);
+}
+
+static void node_pause(void)
+{
+    g_assert_false(held_node.held);
+    /* armed first: a pause that fails may still have stopped the node */
+    held_node.held = true;
+    qtest_add_abrt_handler(held_node_abort, &held_node);
+    harness_node_cmd("pause", held_node.pool_index);
+}
+
+static void node_resume(void)
+{
+    g_assert_true(held_node.held);
+    harness_node_cmd("resume", held_node.pool_index);
+    held_node.held = false;
+    qtest_remove_abrt_handler(&held_node);
+}
+
+/*
+ * Start the device of a stripe/cache/ test over the pool and choose the
+ * node to hold back.  Returns false (and marks the test skipped) when no
+ * pool was given.
+ */
+static bool cache_dev_start(StripeDev *d, void *obj, void *arg,
+                            QGuestAllocator *alloc)
+{
+    const CacheCase *c = arg;
+
+    if (!c) {
+        g_test_skip("QEMU_STRIPE_NODE_URLS, QEMU_STRIPE_HARNESS, "
+                    "QEMU_STRIPE_POOL_DIR or QEMU_STRIPE_POOL_URLS is not "
+                    "set");
+        return false;
+    }
+    /*
+     * A guest that negotiates FLUSH without CONFIG_WCE gets the write
+     * cache turned on by the device, whatever the cache mode: QEMU would
+     * then send no FUA with cache=writethrough.  With CONFIG_WCE it keeps
+     * the mode's setting, which the guest sees in the config space.
+     */
+    stripe_dev_setup(d, obj, alloc, 1ULL << VIRTIO_BLK_F_CONFIG_WCE);
+    g_assert_true(d->features & (1ULL << VIRTIO_BLK_F_CONFIG_WCE));
+    g_assert_cmpuint(qvirtio_config_readb(d->vdev,
+                         offsetof(struct virtio_blk_config, wce)), ==,
+                     c->write_cache);
+    g_assert_cmpuint(d->geo.nodes, ==, cache_pool.count);
+    g_assert_cmpint(d->geo.debug_node, ==, -1);
+    /* the tests hold a different node back each, all nodes in turn */
+    held_node_pick(d->qts, c->slot % d->geo.nodes);
+    return true;
+}
+
+/* The @i-th range of the test's rows: mid-unit, on the held node. */
+static void cache_target(const StripeDev *d, const CacheCase *c, unsigned i,
+                         CacheTarget *t)
+{
+    const StripeGeometry *g = &d->geo;
+    uint64_t row = CACHE_FIRST_ROW + c->slot * CACHE_ROWS_PER_TEST + i;
+    unsigned node;
+
+    g_assert_cmpuint(i, <, CACHE_ROWS_PER_TEST);
+    t->len = MIN(g->unit, CACHE_WRITE_LEN);
+    t->off = (row * g->nodes + held_node.index) * g->unit +
+             (g->unit - t->len) / 2;
+    g_assert_cmpuint(t->off + t->len, <=, g->size);
+    t->node_off = stripe_node_offset(g, t->off, &node);
+    g_assert_cmpuint(node, ==, held_node.index);
+    t->file = held_node.file;
+}
+
+/* A buffer of pattern @seed for @t. */
+static uint8_t *target_pattern(const CacheTarget *t, uint32_t seed)
+{
+    uint8_t *buf = g_malloc(t->len);
+
+    pattern_fill(buf, t->off, t->len, seed);
+    return buf;
+}
+
+/* Whether the node's backing file holds @want for @t. */
+static bool node_holds(const CacheTarget *t, const uint8_t *want,
+                       uint8_t *got)
+{
+    int fd = open(t->file, O_RDONLY);
+    ssize_t n;
+
+    g_assert_cmpint(fd, >=, 0);
+    n = pread(fd, got, t->len, t->node_off);
+    close(fd);
+    g_assert_cmpint(n, ==, t->len);
+    return !memcmp(got, want, t->len);
+}
+
+/* The node has the data of @t: compared byte by byte if not. */
+static void assert_node_holds(const StripeDev *d, const CacheTarget *t,
+                              const uint8_t *want, const char *what)
+{
+    g_autofree uint8_t *got = g_malloc(t->len);
+
+    if (!node_holds(t, want, got)) {
+        g_test_message("%s: not on the node's backing file %s at %" PRIu64,
+                       what, t->file, t->node_off);
+        verify_bytes(d, got, want, t->off, t->len, what);
+    }
+}
+
+/*
+ * The node does not have the data of @t yet.  This keeps a later
+ * assert_node_holds() from passing on data written before the test.
+ */
+static void assert_node_lacks(const CacheTarget *t, const uint8_t *want,
+                              const char *what)
+{
+    g_autofree uint8_t *got = g_malloc(t->len);
+    bool holds = node_holds(t, want, got);
+
+    if (holds) {
+        g_test_message("%s: already on the node", what);
+    }
+    g_assert_false(holds);
+}
+
+/* Wait until background writeback has brought the data of @t. */
+static void wait_node_holds(const StripeDev *d, const CacheTarget *t,
+                            const uint8_t *want, const char *what)
+{
+    gint64 deadline = g_get_monotonic_time() + CACHE_WRITEBACK_TIMEOUT_US;
+    g_autofree uint8_t *got = g_malloc(t->len);
+
+    while (!node_holds(t, want, got)) {
+        if (g_get_monotonic_time() >= deadline) {
+            g_test_message("%s: not on the node after %d s", what,
+                           (int)(CACHE_WRITEBACK_TIMEOUT_US /
+                                 G_USEC_PER_SEC));
+            verify_bytes(d, got, want, t->off, t->len, what);
+        }
+        g_usleep(10 * 1000);
+    }
+}
+
+/*
+ * drive0's cache statistics from query-blockstats (a new reference), or
+ * NULL when the stripe has no cache.
+ */
+static QDict *cache_stats(QTestState *qts)
+{
+    QDict *resp = qtest_qmp(qts, "{ 'execute': 'query-blockstats' }");
+    QDict *cache = NULL;
+    QListEntry *e;
+    bool found = false;
+
+    g_assert(qdict_haskey(resp, "return"));
+    QLIST_FOREACH_ENTRY(qdict_get_qlist(resp, "return"), e) {
+        QDict *st = qobject_to(QDict, qlist_entry_obj(e));
+        QDict *spec;
+
+        if (g_strcmp0(qdict_get_try_str(st, "device"), "drive0")) {
+            continue;
+        }
+        spec = qdict_get_qdict(st, "driver-specific");
+        g_assert_nonnull(spec);
+        g_assert_cmpstr(qdict_get_str(spec, "driver"), ==, "stripe");
+        cache = qdict_get_qdict(spec, "cache");
+        qobject_ref(cache);
+        found = true;
+    }
+    qobject_unref(resp);
+    g_assert_true(found);
+    return cache;
+}
+
+/* One statistic of drive0's cache, now. */
+static uint64_t cache_stat(QTestState *qts, const char *name)
+{
+    QDict *cache = cache_stats(qts);
+    uint64_t val;
+
+    g_assert_nonnull(cache);
+    g_assert_true(qdict_haskey(cache, name));
+    val = qdict_get_int(cache, name);
+    qobject_unref(cache);
+    return val;
+}
+
+/* Wait until statistic @name of drive0's cache is at least @min. */
+static void wait_cache_stat(QTestState *qts, const char *name, uint64_t min)
+{
+    gint64 deadline = g_get_monotonic_time() + CACHE_HELD_TIMEOUT_US;
+    uint64_t val;
+
+    while ((val = cache_stat(qts, name)) < min) {
+        if (g_get_monotonic_time() >= deadline) {
+            g_test_message("cache %s stayed below %" PRIu64, name, min);
+            g_assert_cmpuint(val, >=, min);
+        }
+        g_usleep(10 * 1000);
+    }
+}
+
+/*
+ * The request in flight waits for the held node: it must not complete
+ * within CACHE_HOLD_US.
+ */
+static void expect_held(StripeDev *d, const char *what)
+{
+    gint64 end = g_get_monotonic_time() + CACHE_HOLD_US;
+    uint32_t head;
+    bool used;
+
+    do {
+        g_usleep(10 * 1000);
+        used = request_used(d, &head);
+        if (used) {
+            g_test_message("%s completed while node %u was held back",
+                           what, held_node.index);
+        }
+        g_assert_false(used);
+    } while (g_get_monotonic_time() < end);
+}
+
+/* Request @r does not wait for the held node: it completes with @status. */
+static void expect_done_while_held(StripeDev *d, BlkReq *r, uint8_t status,
+                                   const char *what)
+{
+    g_test_message("%s must complete while node %u is held back", what,
+                   held_node.index);
+    blk_wait_timeout(d, r, 1, CACHE_HELD_TIMEOUT_US);
+    g_assert_cmpuint(blk_status(d, r), ==, status);
+}
+
+/* Resume the held node and see @r, which waited for it, complete OK. */
+static void resume_and_complete(StripeDev *d, BlkReq *r)
+{
+    node_resume();
+    blk_wait(d, r, 1);
+    g_assert_cmpuint(blk_status(d, r), ==, VIRTIO_BLK_S_OK);
+    blk_finish(d, r, NULL);
+}
+
+/*
+ * cache=writeback: a write completes once it is in the cache, before its
+ * node has it; a flush completes only once the node has it.  With
+ * cache-writethrough-until-flush=off, from the first write on.
+ */
+static void test_cache_writeback(void *obj, void *arg,
+                                 QGuestAllocator *alloc)
+{
+    StripeDev d;
+    CacheTarget t;
+    BlkReq w, f;
+    g_autofree uint8_t *data = NULL;
+
+    if (!cache_dev_start(&d, obj, arg, alloc)) {
+        return;
+    }
+    g_assert_true(d.features & (1ULL << VIRTIO_BLK_F_FLUSH));
+    cache_target(&d, arg, 0, &t);
+    data = target_pattern(&t, 401);
+
+    node_pause();
+    blk_submit(&d, &w, VIRTIO_BLK_T_OUT, t.off / SECTOR, data, t.len, 2);
+    expect_done_while_held(&d, &w, VIRTIO_BLK_S_OK, "write");
+    blk_finish(&d, &w, NULL);
+    /* absorbed: the cache owes the data to the node */
+    g_assert_cmpuint(cache_stat(d.qts, "write-through-requests"), ==, 0);
+    g_assert_cmpuint(cache_stat(d.qts, "dirty-bytes"), >=, t.len);
+    assert_node_lacks(&t, data, "absorbed write");
+
+    blk_submit(&d, &f, VIRTIO_BLK_T_FLUSH, 0, NULL, 0, 0);
+    expect_held(&d, "flush");
+    resume_and_complete(&d, &f);
+    assert_node_holds(&d, &t, data, "write after the flush");
+    g_assert_cmpuint(cache_stat(d.qts, "dirty-bytes"), ==, 0);
+    stripe_dev_stop(&d);
+}
+
+/*
+ * cache=writeback with cache-writethrough-until-flush on (the default):
+ * until the guest's first flush a write waits for its node, from then on
+ * it does not.
+ */
+static void test_cache_writeback_until_flush(void *obj, void *arg,
+                                             QGuestAllocator *alloc)
+{
+    StripeDev d;
+    CacheTarget t1, t2;
+    BlkReq w1, w2;
+    g_autofree uint8_t *data1 = NULL;
+    g_autofree uint8_t *data2 = NULL;
+
+    if (!cache_dev_start(&d, obj, arg, alloc)) {
+        return;
+    }
+    cache_target(&d, arg, 0, &t1);
+    cache_target(&d, arg, 1, &t2);
+    data1 = target_pattern(&t1, 411);
+    data2 = target_pattern(&t2, 412);
+
+    node_pause();
+    blk_submit(&d, &w1, VIRTIO_BLK_T_OUT, t1.off / SECTOR, data1, t1.len,
+               2);
+    expect_held(&d, "write before the first flush");
+    assert_node_lacks(&t1, data1, "write before the first flush");
+    resume_and_complete(&d, &w1);
+    assert_node_holds(&d, &t1, data1, "write before the first flush");
+
+    g_assert_cmpuint(blk_do(&d, VIRTIO_BLK_T_FLUSH, 0, NULL, 0, 0), ==,
+                     VIRTIO_BLK_S_OK);
+    node_pause();
+    blk_submit(&d, &w2, VIRTIO_BLK_T_OUT, t2.off / SECTOR, data2, t2.len,
+               2);
+    expect_done_while_held(&d, &w2, VIRTIO_BLK_S_OK,
+                           "write after the first flush");
+    blk_finish(&d, &w2, NULL);
+    assert_node_lacks(&t2, data2, "write after the first flush");
+    node_resume();
+    g_assert_cmpuint(blk_do(&d, VIRTIO_BLK_T_FLUSH, 0, NULL, 0, 0), ==,
+                     VIRTIO_BLK_S_OK);
+    assert_node_holds(&d, &t2, data2, "write after the second flush");
+    stripe_dev_stop(&d);
+}
+
+/*
+ * cache=none and cache=directsync (cache.direct=on): no stripe cache, a
+ * write completes only once its node has it.
+ */
+static void test_cache_direct(void *obj, void *arg, QGuestAllocator *alloc)
+{
+    StripeDev d;
+    CacheTarget t;
+    BlkReq w;
+    g_autofree uint8_t *data = NULL;
+
+    if (!cache_dev_start(&d, obj, arg, alloc)) {
+        return;
+    }
+    g_assert_null(cache_stats(d.qts));
+    cache_target(&d, arg, 0, &t);
+    data = target_pattern(&t, 421 + ((CacheCase *)arg)->slot);
+
+    node_pause();
+    blk_submit(&d, &w, VIRTIO_BLK_T_OUT, t.off / SECTOR, data, t.len, 2);
+    expect_held(&d, "write");
+    assert_node_lacks(&t, data, "write");
+    resume_and_complete(&d, &w);
+    assert_node_holds(&d, &t, data, "completed write");
+    stripe_dev_stop(&d);
+}
+
+/*
+ * cache=writethrough: QEMU sends every write with FUA, so it completes
+ * only once its node has it; but the cache keeps what was written and
+ * serves it while the node is held back.
+ */
+static void test_cache_writethrough(void *obj, void *arg,
+                                    QGuestAllocator *alloc)
+{
+    StripeDev d;
+    CacheTarget t1, t2;
+    BlkReq r, w;
+    g_autofree uint8_t *data1 = NULL;
+    g_autofree uint8_t *data2 = NULL;
+    g_autofree uint8_t *got = NULL;
+
+    if (!cache_dev_start(&d, obj, arg, alloc)) {
+        return;
+    }
+    cache_target(&d, arg, 0, &t1);
+    cache_target(&d, arg, 1, &t2);
+    data1 = target_pattern(&t1, 431);
+    data2 = target_pattern(&t2, 432);
+    got = g_malloc(t1.len);
+
+    g_assert_cmpuint(blk_do(&d, VIRTIO_BLK_T_OUT, t1.off / SECTOR, data1,
+                            t1.len, 2), ==, VIRTIO_BLK_S_OK);
+    assert_node_holds(&d, &t1, data1, "completed write");
+
+    node_pause();
+    blk_submit(&d, &r, VIRTIO_BLK_T_IN, t1.off / SECTOR, NULL, t1.len, 2);
+    expect_done_while_held(&d, &r, VIRTIO_BLK_S_OK, "read of cached data");
+    blk_finish(&d, &r, got);
+    verify_bytes(&d, got, data1, t1.off, t1.len, "read from the cache");
+    g_assert_cmpuint(cache_stat(d.qts, "read-hit-requests"), ==, 1);
+
+    blk_submit(&d, &w, VIRTIO_BLK_T_OUT, t2.off / SECTOR, data2, t2.len, 2);
+    expect_held(&d, "write");
+    assert_node_lacks(&t2, data2, "write");
+    resume_and_complete(&d, &w);
+    assert_node_holds(&d, &t2, data2, "completed write");
+    g_assert_cmpuint(cache_stat(d.qts, "write-through-requests"), ==, 2);
+    stripe_dev_stop(&d);
+}
+
+/*
+ * cache=unsafe: writes are absorbed from the first on (no write-through
+ * until a flush, as flushes do nothing) and flushes complete at once;
+ * background writeback still brings the data to the node once it is back.
+ */
+static void test_cache_unsafe(void *obj, void *arg, QGuestAllocator *alloc)
+{
+    StripeDev d;
+    CacheTarget t;
+    BlkReq w, f;
+    g_autofree uint8_t *data = NULL;
+
+    if (!cache_dev_start(&d, obj, arg, alloc)) {
+        return;
+    }
+    cache_target(&d, arg, 0, &t);
+    data = target_pattern(&t, 441);
+
+    node_pause();
+    blk_submit(&d, &w, VIRTIO_BLK_T_OUT, t.off / SECTOR, data, t.len, 2);
+    expect_done_while_held(&d, &w, VIRTIO_BLK_S_OK, "write");
+    blk_finish(&d, &w, NULL);
+    blk_submit(&d, &f, VIRTIO_BLK_T_FLUSH, 0, NULL, 0, 0);
+    expect_done_while_held(&d, &f, VIRTIO_BLK_S_OK, "flush");
+    blk_finish(&d, &f, NULL);
+    /* writeback by age starts, but cannot end while the node is held */
+    wait_cache_stat(d.qts, "writeback-inflight-bytes", t.len);
+    assert_node_lacks(&t, data, "write");
+    node_resume();
+    wait_node_holds(&d, &t, data, "write after resume");
+    stripe_dev_stop(&d);
+}
+
+/*
+ * The data of the failing node's unit in region @reg, and where that node
+ * has it.
+ */
+static void failing_unit_target(const StripeDev *d, const ErrorRegion *reg,
+                                CacheTarget *t)
+{
+    unsigned node;
+
+    t->off = QEMU_ALIGN_DOWN(reg->target, d->geo.unit);
+    t->len = d->geo.unit;
+    g_assert_cmpuint(t->off, >=, reg->hit_off);
+    g_assert_cmpuint(t->off + t->len, <=, reg->hit_off + reg->hit_len);
+    t->node_off = stripe_node_offset(&d->geo, t->off, &node);
+    g_assert_cmpint(node, ==, d->geo.debug_node);
+    t->file = error_wrapped_file;
+}
+
+/*
+ * Start a cached stripe/error/ device and write @sh's region, which
+ * reaches the failing node: after a first flush, the cache absorbs it.
+ */
+static bool cache_error_start(StripeDev *d, void *obj, void *arg,
+                              QGuestAllocator *alloc, ErrorRegion *reg,
+                              CacheTarget *t, Shadow *sh, uint32_t seed)
+{
+    const ErrorCase *c = arg;
+
+    if (!error_dev_start(d, obj, arg, alloc)) {
+        return false;
+    }
+    g_assert_true(d->features & (1ULL << VIRTIO_BLK_F_FLUSH));
+    error_region(d, c->rules[0].node_offset, reg);
+    failing_unit_target(d, reg, t);
+    shadow_init(sh, reg->hit_off, reg->hit_len);
+
+    /* ends cache-writethrough-until-flush */
+    g_assert_cmpuint(blk_do(d, VIRTIO_BLK_T_FLUSH, 0, NULL, 0, 0), ==,
+                     VIRTIO_BLK_S_OK);
+    /* the node would fail it: it can only succeed in the cache */
+    blk_write_pattern(d, sh, reg->hit_off, reg->hit_len, seed, 2);
+    g_assert_cmpuint(cache_stat(d->qts, "write-through-requests"), ==, 0);
+    g_assert_cmpuint(cache_stat(d->qts, "dirty-bytes"), >=, reg->hit_len);
+    assert_node_lacks(t, shadow_at(sh, t->off, t->len), "absorbed write");
+    return true;
+}
+
+/*
+ * werror=report: the flush that writes back to the failing node fails
+ * with the node's error, and the data stays dirty, not dropped; the rule
+ * fired once, so the next flush writes it.
+ */
+static void test_cache_error_report(void *obj, void *arg,
+                                    QGuestAllocator *alloc)
+{
+    const ErrorCase *c = arg;
+    StripeDev d;
+    ErrorRegion reg;
+    CacheTarget t;
+    Shadow sh;
+
+    if (!cache_error_start(&d, obj, arg, alloc, &reg, &t, &sh, 501)) {
+        return;
+    }
+    g_assert_cmpuint(blk_do(&d, VIRTIO_BLK_T_FLUSH, 0, NULL, 0, 0), ==,
+                     VIRTIO_BLK_S_IOERR);
+    expect_io_error(&d, false, "write", "report", c->rules[0].err);
+    assert_running(&d);
+    g_assert_cmpuint(cache_stat(d.qts, "writeback-errors"), >, 0);
+    g_assert_cmpuint(cache_stat(d.qts, "flush-errors"), ==, 1);
+    /* at least the failing node's unit is still owed to it */
+    g_assert_cmpuint(cache_stat(d.qts, "dirty-bytes"), >=, t.len);
+    assert_node_lacks(&t, shadow_at(&sh, t.off, t.len), "failed writeback");
+
+    g_assert_cmpuint(blk_do(&d, VIRTIO_BLK_T_FLUSH, 0, NULL, 0, 0), ==,
+                     VIRTIO_BLK_S_OK);
+    g_assert_cmpuint(cache_stat(d.qts, "dirty-bytes"), ==, 0);
+    assert_node_holds(&d, &t, shadow_at(&sh, t.off, t.len),
+                      "writeback retried by the second flush");
+    blk_read_verify(&d, &sh, reg.hit_off, reg.hit_len, 1,
+                    "read after the second flush");
+
+    shadow_free(&sh);
+    stripe_dev_stop(&d);
+}
+
+/*
+ * werror=stop: the flush that writes back to the failing node stops the
+ * VM and is held; after cont the device flushes again, and since the rule
+ * fired once, the data reaches the node.
+ */
+static void test_cache_error_stop(void *obj, void *arg,
+                                  QGuestAllocator *alloc)
+{
+    const ErrorCase *c = arg;
+    StripeDev d;
+    ErrorRegion reg;
+    CacheTarget t;
+    Shadow sh;
+    BlkReq f;
+
+    if (!cache_error_start(&d, obj, arg, alloc, &reg, &t, &sh, 511)) {
+        return;
+    }
+    blk_submit(&d, &f, VIRTIO_BLK_T_FLUSH, 0, NULL, 0, 0);
+    expect_io_error(&d, true, "write", "stop", c->rules[0].err);
+    expect_stopped(&d);
+    cont_and_complete(&d, &f);
+    g_assert_cmpuint(blk_status(&d, &f), ==, VIRTIO_BLK_S_OK);
+    blk_finish(&d, &f, NULL);
+    g_assert_cmpuint(cache_stat(d.qts, "dirty-bytes"), ==, 0);
+    assert_node_holds(&d, &t, shadow_at(&sh, t.off, t.len),
+                      "writeback retried after cont");
+    blk_read_verify(&d, &sh, reg.hit_off, reg.hit_len, 1,
+                    "read after cont");
+
+    shadow_free(&sh);
+    stripe_dev_stop(&d);
+}
+
+static CacheCase cache_writeback = {
+    .cache = "writeback", .write_cache = true,
+    .opts = ",cache-writethrough-until-flush=off",
+    .slot = 0,
+};
+
+static CacheCase cache_writeback_until_flush = {
+    .cache = "writeback", .write_cache = true, .opts = "", .slot = 1,
+};
+
+static CacheCase cache_none = {
+    .cache = "none", .write_cache = true, .opts = "", .slot = 2,
+};
+
+/* no write cache: QEMU sends every write with FUA */
+static CacheCase cache_directsync = {
+    .cache = "directsync", .write_cache = false, .opts = "", .slot = 3,
+};
+
+/*
+ * Before the first flush, the stripe writes through anyway: only FUA may
+ * keep the writes of this test waiting for the node.
+ */
+static CacheCase cache_writethrough = {
+    .cache = "writethrough", .write_cache = false,
+    .opts = ",cache-writethrough-until-flush=off",
+    .slot = 4,
+};
+
+/* soon after the node is back, background writeback has brought the data */
+static CacheCase cache_unsafe = {
+    .cache = "unsafe", .write_cache = true,
+    .opts = ",cache-max-dirty-age=0.1",
+    .slot = 5,
+};
+
+/*
+ * Only the guest's flushes may write back to the failing node, so that
+ * the test sees which flush fails and the data stay dirty in between: no
+ * writeback by age during a test.
+ */
+#define CACHE_ERROR_OPTS        ",cache-max-dirty-age=3600"
+
+static ErrorCase cache_error_report = {
+    .werror = "report", .rerror = "report",
+    .rules = { { "write", EIO, ERR_NODE_OFFSET, true } },
+    .cache = "writeback", .cache_opts = CACHE_ERROR_OPTS,
+};
+
+static ErrorCase cache_error_stop = {
+    .werror = "stop", .rerror = "report",
+    .rules = { { "write", EIO, ERR_NODE_OFFSET, true } },
+    .cache = "writeback", .cache_opts = CACHE_ERROR_OPTS,
+};
+
+static void add_cache_test(const char *name, QOSTestFunc fn, CacheCase *c)
+{
+    g_autofree char *path = g_strdup_printf("stripe/cache/%s", name);
+    QOSGraphTestOptions opts = {
+        .before = stripe_cache_before,
+        .arg = c,
+    };
+
+    qos_add_test(path, "virtio-blk", fn, &opts);
+}
+
+static void add_cache_error_test(const char *name, QOSTestFunc fn,
+                                 ErrorCase *c)
+{
+    g_autofree char *path = g_strdup_printf("stripe/cache/%s", name);
+    QOSGraphTestOptions opts = {
+        .before = stripe_error_before,
+        .arg = c,
+    };
+
+    qos_add_test(path, "virtio-blk", fn, &opts);
+}
+
 static void register_stripe_virtio_blk_test(void)
 {
     QOSGraphTestOptions opts = {
@@ -1297,6 +2237,19 @@ static void register_stripe_virtio_blk_test(void)
                    &error_flush_report);
     add_error_test("write-enospc", test_error_write_enospc,
                    &error_write_enospc);
+
+    add_cache_test("writeback", test_cache_writeback, &cache_writeback);
+    add_cache_test("writeback-until-flush", test_cache_writeback_until_flush,
+                   &cache_writeback_until_flush);
+    add_cache_test("none", test_cache_direct, &cache_none);
+    add_cache_test("directsync", test_cache_direct, &cache_directsync);
+    add_cache_test("writethrough", test_cache_writethrough,
+                   &cache_writethrough);
+    add_cache_test("unsafe", test_cache_unsafe, &cache_unsafe);
+    add_cache_error_test("flush-error-report", test_cache_error_report,
+                         &cache_error_report);
+    add_cache_error_test("flush-error-stop", test_cache_error_stop,
+                         &cache_error_stop);
 }
 
 libqos_init(register_stripe_virtio_blk_test);
