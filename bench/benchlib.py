@@ -36,22 +36,31 @@ def check_tools(*extra):
 class Pool:
     """A harness pool of tgtd nodes, optionally bandwidth-capped."""
 
-    def __init__(self, workdir, name, count, size='1G', rate=None):
+    def __init__(self, workdir, name, count, size='1G', rate=None,
+                 delay_us=0):
         self.dir = os.path.join(workdir, name)
         args = [HARNESS, 'start', '--count', str(count), '--size', size,
                 '--owner', str(os.getpid()), '--pool-dir', self.dir,
                 '--format', 'json']
         if rate:
             args += ['--netns', '--rate', rate]
+        if delay_us:
+            args += ['--delay-us', str(delay_us)]
         self.info = json.loads(run(args))
-        self.urls = ['iscsi://%s:%d/%s/1' % (n['addr'], n['port'], n['iqn'])
+        self.urls = ['iscsi://%s/%s/1' % (self.portal(n), n['iqn'])
                      for n in self.info['nodes']]
+
+    @staticmethod
+    def portal(n):
+        # with added latency, nodes are reached through their forwarder
+        if n.get('proxy_port'):
+            return '127.0.0.1:%d' % n['proxy_port']
+        return '%s:%d' % (n['addr'], n['port'])
 
     def node_json(self, i):
         n = self.info['nodes'][i]
         return {'driver': 'iscsi', 'transport': 'tcp',
-                'portal': '%s:%d' % (n['addr'], n['port']),
-                'target': n['iqn'], 'lun': 1}
+                'portal': self.portal(n), 'target': n['iqn'], 'lun': 1}
 
     def stripe_json(self, **opts):
         node = {'driver': 'stripe',

@@ -85,16 +85,15 @@ static void stripe_job_start(BlockDriverState *bs, const SCJob *job,
 }
 
 /* Take the next job of either kind, counting it in flight. */
-static bool stripe_next_job(StripeCache *c, bool force, SCJob *job,
-                            bool *writeback)
+static bool stripe_next_job(StripeCache *c, bool force, int64_t now,
+                            SCJob *job, bool *writeback)
 {
     bool got = false;
 
-    qemu_mutex_lock(&c->lock);
     if (c->inactive || (c->quiesced && !force)) {
-        goto out;
+        return false;
     }
-    if (sc_writeback_next(c->core, stripe_cache_now(), job)) {
+    if (sc_writeback_next(c->core, now, job)) {
         *writeback = true;
         got = true;
     } else if (!c->quiesced && sc_prefetch_next(c->core, job)) {
@@ -104,47 +103,56 @@ static bool stripe_next_job(StripeCache *c, bool force, SCJob *job,
     if (got) {
         c->jobs_in_flight++;
     }
-out:
-    qemu_mutex_unlock(&c->lock);
     return got;
-}
-
-static void stripe_cache_arm_timer(StripeCache *c)
-{
-    int64_t deadline;
-
-    qemu_mutex_lock(&c->lock);
-    deadline = sc_next_deadline(c->core, stripe_cache_now());
-    qemu_mutex_unlock(&c->lock);
-    if (c->timer && deadline != INT64_MAX) {
-        timer_mod(c->timer, deadline);
-    }
 }
 
 /*
  * Start every job the core allows now.  @force: also while drained (a
- * flush or close inside a drained section must write back).
+ * flush or close inside a drained section must write back).  The jobs are
+ * collected under one hold of the lock and started after it is dropped:
+ * a job may run until its first yield right away.
  */
 void stripe_cache_kick(BlockDriverState *bs, bool force)
 {
     BDRVStripeState *s = bs->opaque;
     StripeCache *c = s->cache;
-    bool writeback;
-    SCJob job;
+    SCJob jobs[STRIPE_CACHE_KICK_BATCH];
+    bool writeback[STRIPE_CACHE_KICK_BATCH];
+    int64_t now, deadline;
+    unsigned n, i;
 
     if (!c) {
         return;
     }
-    while (stripe_next_job(c, force, &job, &writeback)) {
-        stripe_job_start(bs, &job, writeback);
+    do {
+        qemu_mutex_lock(&c->lock);
+        now = stripe_cache_now();
+        for (n = 0; n < STRIPE_CACHE_KICK_BATCH &&
+             stripe_next_job(c, force, now, &jobs[n], &writeback[n]); n++) {
+            /* collected */
+        }
+        deadline = sc_next_deadline(c->core, now);
+        qemu_mutex_unlock(&c->lock);
+        for (i = 0; i < n; i++) {
+            stripe_job_start(bs, &jobs[i], writeback[i]);
+        }
+    } while (n == STRIPE_CACHE_KICK_BATCH);
+
+    /* Only move the timer when the next deadline moves. */
+    if (c->timer && deadline != INT64_MAX && deadline != c->timer_deadline) {
+        c->timer_deadline = deadline;
+        timer_mod(c->timer, deadline);
     }
-    stripe_cache_arm_timer(c);
 }
 
 /* Age-based writeback and retries after errors. */
 static void stripe_cache_timer_cb(void *opaque)
 {
-    stripe_cache_kick(opaque, false);
+    BlockDriverState *bs = opaque;
+    BDRVStripeState *s = bs->opaque;
+
+    s->cache->timer_deadline = INT64_MAX;
+    stripe_cache_kick(bs, false);
 }
 
 void stripe_cache_timer_attach(BlockDriverState *bs, AioContext *ctx)
@@ -153,6 +161,7 @@ void stripe_cache_timer_attach(BlockDriverState *bs, AioContext *ctx)
 
     s->cache->timer = aio_timer_new(ctx, QEMU_CLOCK_REALTIME, SCALE_NS,
                                     stripe_cache_timer_cb, bs);
+    s->cache->timer_deadline = INT64_MAX;
 }
 
 void stripe_cache_timer_detach(BlockDriverState *bs)

@@ -226,6 +226,17 @@ static int coroutine_fn GRAPH_RDLOCK stripe_fetch_task_entry(AioTask *task)
     return ret;
 }
 
+/* Pieces of @pieces that need a node request of their own. */
+static guint issued_count(GArray *pieces)
+{
+    guint i, n = 0;
+
+    for (i = 0; i < pieces->len; i++) {
+        n += g_array_index(pieces, SCPiece, i).kind != SC_PIECE_WAIT;
+    }
+    return n;
+}
+
 int coroutine_fn GRAPH_RDLOCK
 stripe_cache_co_preadv(BlockDriverState *bs, int64_t offset, int64_t bytes,
                        QEMUIOVector *qiov, size_t qiov_offset)
@@ -292,8 +303,9 @@ stripe_cache_co_preadv(BlockDriverState *bs, int64_t offset, int64_t bytes,
                 g_array_append_val(todo, *p);
                 continue;
             }
-            if (!pool) {
-                pool = aio_task_pool_new(STRIPE_MAX_PARALLEL);
+            if (p->kind == SC_PIECE_FETCH) {
+                /* Read again from the cache once filled. */
+                g_array_append_val(todo, *p);
             }
             t = g_new(StripeFetchTask, 1);
             *t = (StripeFetchTask) {
@@ -303,11 +315,22 @@ stripe_cache_co_preadv(BlockDriverState *bs, int64_t offset, int64_t bytes,
                 .guest_qiov = qiov,
                 .guest_offset = qiov_offset + (p->offset - offset),
             };
-            aio_task_pool_start_task(pool, &t->task);
-            if (p->kind == SC_PIECE_FETCH) {
-                /* Read again from the cache once filled. */
-                g_array_append_val(todo, *p);
+            /*
+             * A single node request (the common random read) runs right
+             * here: a task pool would cost a coroutine per request.
+             */
+            if (issued_count(next) == 1) {
+                ret = stripe_fetch_task_entry(&t->task);
+                g_free(t);
+                if (ret < 0) {
+                    return ret;
+                }
+                continue;
             }
+            if (!pool) {
+                pool = aio_task_pool_new(STRIPE_MAX_PARALLEL);
+            }
+            aio_task_pool_start_task(pool, &t->task);
         }
         if (pool) {
             aio_task_pool_wait_all(pool);
@@ -458,6 +481,7 @@ void stripe_cache_drain_begin(BlockDriverState *bs)
     qemu_mutex_unlock(&s->cache->lock);
     if (s->cache->timer) {
         timer_del(s->cache->timer);
+        s->cache->timer_deadline = INT64_MAX;
     }
 }
 

@@ -48,6 +48,9 @@
 #define STRIPE_OPT_RA_DISABLE_AFTER     "readahead-disable-after-bytes"
 #define STRIPE_MAX_DIRTY_AGE_SECS       3600
 
+/* Jobs taken from the core under one hold of its lock. */
+#define STRIPE_CACHE_KICK_BATCH         16
+
 /* In-flight writeback and prefetch jobs per node. */
 #define STRIPE_CACHE_WB_PER_NODE        4
 #define STRIPE_CACHE_FETCH_PER_NODE     4
@@ -63,6 +66,7 @@ typedef struct StripeCache {
     QemuMutex lock;             /* around every core call, never a yield */
     CoQueue progress;           /* woken when any job completes */
     QEMUTimer *timer;           /* age-based writeback, retries */
+    int64_t timer_deadline;     /* when it fires, INT64_MAX: not armed */
     unsigned jobs_in_flight;
     bool quiesced;              /* drained: start no background IO */
     bool inactive;              /* migrated away: no IO at all */
