@@ -377,7 +377,15 @@ stripe_co_create_opts(BlockDriver *drv, const char *filename,
     uint32_t count, i;
     int ret = 0;
 
+    /*
+     * The block layer shows every disk in whole sectors (a 1000-byte file
+     * reads as 1024 bytes), so round up like qcow2 does; blockdev-create
+     * still wants a multiple of 512.
+     */
     size = qemu_opt_get_size_del(opts, BLOCK_OPT_SIZE, 0);
+    if (size <= STRIPE_MAX_SIZE) {
+        size = ROUND_UP(size, BDRV_SECTOR_SIZE);
+    }
     stripe_unit = qemu_opt_get_size_del(opts, STRIPE_OPT_UNIT,
                                         STRIPE_DEFAULT_UNIT);
     count64 = qemu_opt_get_number_del(opts, STRIPE_OPT_NODE_COUNT, 0);

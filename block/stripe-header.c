@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Block driver "stripe": the node headers on the QEMU side.  Reading and
- * assembling them at open, writing them (resize), and qemu-img check.
+ * assembling them at open, writing them (resize, and growing for a write
+ * past the end), and qemu-img check.
  *
- * Headers are written only by create, resize and check -r; never by open.
+ * Headers are written only by create, resize, growth and check -r; never
+ * by open.
  */
 
 #include "qemu/osdep.h"
@@ -121,6 +123,67 @@ int GRAPH_RDLOCK stripe_assemble_nodes(BlockDriverState *bs,
     return 0;
 }
 
+/*
+ * Read the headers again when the nodes come back from another host
+ * (migration): while they were inactive here, it may have grown or
+ * resized the disk.  They must still be the same image, in the same order.
+ */
+int coroutine_fn GRAPH_RDLOCK
+stripe_co_reload_headers(BlockDriverState *bs, Error **errp)
+{
+    BDRVStripeState *s = bs->opaque;
+    g_autofree StripeHeader *hdrs = g_new(StripeHeader, s->node_count);
+    g_autofree uint64_t *lens = g_new(uint64_t, s->node_count);
+    g_autofree char *msg = NULL;
+    StripeAssembly as;
+    bool same;
+    int errnode;
+    uint32_t i;
+    int ret;
+
+    for (i = 0; i < s->node_count; i++) {
+        ret = stripe_read_header(s->nodes[i], s->given_pos[i], &hdrs[i],
+                                 errp);
+        if (ret < 0) {
+            return ret;
+        }
+        lens[i] = bdrv_co_getlength(s->nodes[i]->bs);
+    }
+    if (!stripe_assemble(hdrs, lens, s->node_count, &as, &errnode, &msg)) {
+        if (errnode >= 0) {
+            g_autofree char *desc = stripe_node_desc(s->nodes[errnode],
+                                                     s->given_pos[errnode]);
+            error_setg(errp, "stripe: %s: %s", desc, msg);
+        } else {
+            error_setg(errp, "stripe: %s", msg);
+        }
+        return -EINVAL;
+    }
+    same = !memcmp(as.uuid, s->uuid, sizeof(s->uuid)) &&
+           as.geo.stripe_unit == s->geo.stripe_unit &&
+           as.geo.data_offset == s->geo.data_offset;
+    for (i = 0; i < s->node_count; i++) {
+        same = same && as.order[i] == i;
+    }
+    if (!same) {
+        error_setg(errp, "stripe: the nodes no longer hold the image that "
+                   "was opened");
+        return -EINVAL;
+    }
+
+    s->generation = as.generation;
+    for (i = 0; i < s->node_count; i++) {
+        s->stale[i] = as.stale[i];
+    }
+    if (s->cache) {
+        qemu_mutex_lock(&s->cache->lock);
+        sc_cache_set_disk_size(s->cache->core, as.geo.virtual_size);
+        qemu_mutex_unlock(&s->cache->lock);
+    }
+    qatomic_set_u64(&s->geo.virtual_size, as.geo.virtual_size);
+    return 0;
+}
+
 void stripe_header_for_node(BDRVStripeState *s, uint32_t index,
                             StripeHeader *h)
 {
@@ -156,9 +219,13 @@ stripe_co_write_header(BdrvChild *child, const StripeHeader *h, Error **errp)
     return ret;
 }
 
-/* Rewrite every node's header for the current state (size, generation). */
+/*
+ * Rewrite every node's header for the current generation and a disk of
+ * @size bytes, which need not be the size in use yet.
+ */
 static int coroutine_fn GRAPH_RDLOCK
-stripe_co_write_all_headers(BlockDriverState *bs, Error **errp)
+stripe_co_write_all_headers(BlockDriverState *bs, uint64_t size,
+                            Error **errp)
 {
     BDRVStripeState *s = bs->opaque;
     StripeHeader h;
@@ -167,6 +234,7 @@ stripe_co_write_all_headers(BlockDriverState *bs, Error **errp)
 
     for (i = 0; i < s->node_count; i++) {
         stripe_header_for_node(s, i, &h);
+        h.virtual_size = size;
         ret = stripe_co_write_header(s->nodes[i], &h, errp);
         if (ret < 0) {
             return ret;
@@ -241,6 +309,51 @@ stripe_co_check(BlockDriverState *bs, BdrvCheckResult *result,
 }
 
 /*
+ * Make every node big enough for a disk of @size bytes: a node that is too
+ * small is grown if it can be (a file).  @old_len, if not NULL, gets each
+ * node's length from before.
+ */
+static int coroutine_fn GRAPH_RDLOCK
+stripe_co_fit_nodes(BlockDriverState *bs, uint64_t size, int64_t *old_len,
+                    Error **errp)
+{
+    BDRVStripeState *s = bs->opaque;
+    StripeGeometry geo = s->geo;
+    uint64_t needed;
+    uint32_t i;
+    int ret;
+
+    geo.virtual_size = size;
+    needed = stripe_node_size_needed(&geo);
+    for (i = 0; i < s->node_count; i++) {
+        BdrvChild *child = s->nodes[i];
+        int64_t len = bdrv_co_getlength(child->bs);
+
+        if (len < 0) {
+            error_setg_errno(errp, -len, "stripe: cannot get the length of "
+                             "node index %u (%s)", i, child->bs->filename);
+            return len;
+        }
+        if (old_len) {
+            old_len[i] = len;
+        }
+        if (len >= needed) {
+            continue;
+        }
+        ret = bdrv_co_truncate(child, needed, false, PREALLOC_MODE_OFF, 0,
+                               NULL);
+        if (ret < 0) {
+            error_setg(errp, "stripe: node index %u (%s) has %" PRId64
+                       " bytes, size %" PRIu64 " needs %" PRIu64 " per node,"
+                       " and the node cannot grow", i, child->bs->filename,
+                       len, size, needed);
+            return ret;
+        }
+    }
+    return 0;
+}
+
+/*
  * Grow or shrink the virtual disk.  Growing needs room on every node: a
  * node that is too small is grown if it can be (a file), otherwise the
  * resize fails before any header changes.  The headers are then rewritten
@@ -253,10 +366,7 @@ stripe_co_truncate(BlockDriverState *bs, int64_t offset, bool exact,
                    Error **errp)
 {
     BDRVStripeState *s = bs->opaque;
-    StripeGeometry geo = s->geo;
-    uint64_t old_size = s->geo.virtual_size;
-    uint64_t needed;
-    uint32_t i;
+    uint64_t old_size;
     int ret;
 
     if (prealloc != PREALLOC_MODE_OFF) {
@@ -271,6 +381,8 @@ stripe_co_truncate(BlockDriverState *bs, int64_t offset, bool exact,
                    STRIPE_MAX_SIZE);
         return -EINVAL;
     }
+    QEMU_LOCK_GUARD(&s->resize_lock);
+    old_size = s->geo.virtual_size;
     if (offset == old_size) {
         return 0;
     }
@@ -284,29 +396,9 @@ stripe_co_truncate(BlockDriverState *bs, int64_t offset, bool exact,
         }
     }
 
-    geo.virtual_size = offset;
-    needed = stripe_node_size_needed(&geo);
-    for (i = 0; i < s->node_count; i++) {
-        BdrvChild *child = s->nodes[i];
-        int64_t len = bdrv_co_getlength(child->bs);
-
-        if (len < 0) {
-            error_setg_errno(errp, -len, "stripe: cannot get the length of "
-                             "node index %u (%s)", i, child->bs->filename);
-            return len;
-        }
-        if (len >= needed) {
-            continue;
-        }
-        ret = bdrv_co_truncate(child, needed, false, PREALLOC_MODE_OFF, 0,
-                               NULL);
-        if (ret < 0) {
-            error_setg(errp, "stripe: node index %u (%s) has %" PRId64
-                       " bytes, size %" PRId64 " needs %" PRIu64 " per node,"
-                       " and the node cannot grow", i, child->bs->filename,
-                       len, offset, needed);
-            return ret;
-        }
+    ret = stripe_co_fit_nodes(bs, offset, NULL, errp);
+    if (ret < 0) {
+        return ret;
     }
 
     /*
@@ -332,13 +424,115 @@ stripe_co_truncate(BlockDriverState *bs, int64_t offset, bool exact,
     }
 
     trace_stripe_resize(bs, old_size, offset);
-    s->geo.virtual_size = offset;
+    qatomic_set_u64(&s->geo.virtual_size, offset);
     s->generation++;
-    ret = stripe_co_write_all_headers(bs, errp);
+    ret = stripe_co_write_all_headers(bs, offset, errp);
     if (s->cache) {
         qemu_mutex_lock(&s->cache->lock);
         sc_cache_set_disk_size(s->cache->core, s->geo.virtual_size);
         qemu_mutex_unlock(&s->cache->lock);
     }
     return ret;
+}
+
+/*
+ * Grow the disk for a write that ends at @end, past its end.  Formats such
+ * as qcow2 grow their image file by writing past its end, which the block
+ * layer allows to parents that hold BLK_PERM_RESIZE (qcow2 opens its file
+ * with BDRV_O_RESIZE); bdrv_co_write_req_finish() then moves
+ * bs->total_sectors to the end of the write, as a file's length would.
+ *
+ * Every growth rewrites all headers, so the disk grows by whole stripe
+ * rows and by at least an eighth of its size: the headers, and the size a
+ * later open sees, may be ahead of the end of the last write.  A node that
+ * cannot hold that much gets only the rows @end needs (rounding @end up to
+ * a row needs no more room on any node); a node that cannot grow far
+ * enough (an iSCSI LUN) fails the write with ENOSPC.
+ *
+ * The new area must read as zeroes, as it does past the end of a file.
+ * Nodes grown by truncation read as zeroes there; what was on the nodes
+ * before may hold old data (shrinking zeroes what it cuts off, but a
+ * formatted node may have held anything) and is zeroed.
+ */
+int coroutine_fn GRAPH_RDLOCK stripe_co_grow(BlockDriverState *bs,
+                                             uint64_t end)
+{
+    BDRVStripeState *s = bs->opaque;
+    const uint64_t unit = s->geo.stripe_unit;
+    const uint64_t row = unit * s->node_count;
+    g_autofree int64_t *old_len = g_new(int64_t, s->node_count);
+    uint64_t old_size, size, min_size, stale_rows = 0;
+    Error *local_err = NULL;
+    uint32_t i;
+    int ret;
+
+    if (end > STRIPE_MAX_SIZE) {
+        return -EFBIG;
+    }
+    QEMU_LOCK_GUARD(&s->resize_lock);
+    old_size = s->geo.virtual_size;
+    if (end <= old_size) {
+        return 0;               /* another request grew it meanwhile */
+    }
+
+    min_size = MIN(QEMU_ALIGN_UP(end, row), STRIPE_MAX_SIZE);
+    size = MIN(QEMU_ALIGN_UP(MAX(end, old_size + old_size / 8), row),
+               STRIPE_MAX_SIZE);
+    ret = stripe_co_fit_nodes(bs, size, old_len, &local_err);
+    if (ret < 0 && size > min_size) {
+        error_free(local_err);
+        local_err = NULL;
+        size = min_size;
+        ret = stripe_co_fit_nodes(bs, size, NULL, &local_err);
+    }
+    if (ret < 0) {
+        warn_report_err_once(local_err);
+        return -ENOSPC;
+    }
+
+    for (i = 0; i < s->node_count; i++) {
+        if (old_len[i] > s->geo.data_offset) {
+            stale_rows = MAX(stale_rows,
+                             DIV_ROUND_UP(old_len[i] - s->geo.data_offset,
+                                          unit));
+        }
+    }
+    if (stale_rows * row > old_size) {
+        uint64_t zero_end = MIN(stale_rows * row, size);
+
+        /* The cache may hold a page reaching past the old end: drop it. */
+        if (s->cache) {
+            ret = stripe_cache_co_write_around(bs, STRIPE_OP_ZEROES,
+                                               old_size, zero_end - old_size,
+                                               NULL, 0, 0);
+        } else {
+            ret = stripe_co_rw(bs, STRIPE_OP_ZEROES, old_size,
+                               zero_end - old_size, NULL, 0, 0);
+        }
+        if (ret < 0) {
+            return ret;
+        }
+    }
+
+    /*
+     * The new size is used only once it is in the headers: a write that
+     * completes in the new area must still be there after a crash.  A
+     * failure leaves the old size in use and the generation bumped, so
+     * the next attempt writes a newer generation than any header that
+     * made it to a node.
+     */
+    trace_stripe_resize(bs, old_size, size);
+    s->generation++;
+    ret = stripe_co_write_all_headers(bs, size, &local_err);
+    if (ret < 0) {
+        warn_report_err_once(local_err);
+        return ret;
+    }
+    if (s->cache) {
+        qemu_mutex_lock(&s->cache->lock);
+        sc_cache_set_disk_size(s->cache->core, size);
+        qemu_mutex_unlock(&s->cache->lock);
+    }
+    qatomic_set_u64(&s->geo.virtual_size, size);
+    return 0;
 }

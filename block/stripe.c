@@ -70,11 +70,24 @@ static bool stripe_parse_node_filename(QDict *options, const char *key,
     return true;
 }
 
+/* The children themselves are released by bdrv_close(). */
+static void stripe_free_node_map(BDRVStripeState *s)
+{
+    g_free(s->nodes);
+    g_free(s->given_pos);
+    g_free(s->stale);
+    s->nodes = NULL;
+    s->given_pos = NULL;
+    s->stale = NULL;
+}
+
 static int stripe_open(BlockDriverState *bs, QDict *options, int flags,
                        Error **errp)
 {
+    ERRP_GUARD();
     BDRVStripeState *s = bs->opaque;
     g_autofree BdrvChild **given = NULL;
+    g_autofree char *filename = NULL;
     QemuOpts *opts;
     int count, i;
 
@@ -88,6 +101,22 @@ static int stripe_open(BlockDriverState *bs, QDict *options, int flags,
         return -EINVAL;
     }
     qemu_opts_del(opts);
+
+    /*
+     * The block layer parses a filename given as the image name, but not
+     * one given as an option (-drive file.driver=stripe,file.filename=...).
+     */
+    filename = g_strdup(qdict_get_try_str(options, "filename"));
+    if (filename) {
+        Error *local_err = NULL;
+
+        qdict_del(options, "filename");
+        stripe_parse_filename(filename, options, &local_err);
+        if (local_err) {
+            error_propagate(errp, local_err);
+            return -EINVAL;
+        }
+    }
 
     if (qdict_haskey(options, "nodes")) {
         error_setg(errp, "stripe: option 'nodes' must be a list of nodes "
@@ -125,14 +154,17 @@ static int stripe_open(BlockDriverState *bs, QDict *options, int flags,
                                    BDRV_CHILD_DATA | BDRV_CHILD_METADATA,
                                    false, errp);
         if (!given[i]) {
+            /* e.g. "Block node is read-only" says not which one */
+            error_prepend(errp, "stripe: node %d: ", i);
             return -EINVAL;
         }
     }
 
     GRAPH_RDLOCK_GUARD_MAINLOOP();
 
+    qemu_co_mutex_init(&s->resize_lock);
     if (stripe_assemble_nodes(bs, given, count, errp) < 0) {
-        return -EINVAL;
+        goto fail;
     }
 
     /*
@@ -154,11 +186,16 @@ static int stripe_open(BlockDriverState *bs, QDict *options, int flags,
      */
     if (!(flags & BDRV_O_NOCACHE) &&
         stripe_cache_open(bs, &s->cache_opts, flags, errp) < 0) {
-        return -EINVAL;
+        goto fail;
     }
 
     trace_stripe_open(bs, count, s->geo.virtual_size, s->geo.stripe_unit);
     return 0;
+
+fail:
+    /* a failed open is not followed by stripe_close() */
+    stripe_free_node_map(s);
+    return -EINVAL;
 }
 
 static void stripe_close(BlockDriverState *bs)
@@ -168,10 +205,7 @@ static void stripe_close(BlockDriverState *bs)
     if (s->cache) {
         stripe_cache_close(bs);
     }
-    /* The children themselves are released by bdrv_close(). */
-    g_free(s->nodes);
-    g_free(s->given_pos);
-    g_free(s->stale);
+    stripe_free_node_map(s);
 }
 
 /* The largest request alignment of the nodes: requests must satisfy all. */
@@ -230,13 +264,34 @@ stripe_co_preadv_part(BlockDriverState *bs, int64_t offset, int64_t bytes,
                         qiov_offset, flags);
 }
 
+/*
+ * A write past the end grows the disk first (see stripe_co_grow()).  The
+ * size is read without the lock: a stale value only sends the request to
+ * stripe_co_grow(), which looks again under it.
+ */
+static int coroutine_fn GRAPH_RDLOCK
+stripe_co_grow_for(BlockDriverState *bs, int64_t offset, int64_t bytes)
+{
+    BDRVStripeState *s = bs->opaque;
+
+    if (offset + bytes <= qatomic_read_u64(&s->geo.virtual_size)) {
+        return 0;
+    }
+    return stripe_co_grow(bs, offset + bytes);
+}
+
 static int coroutine_fn GRAPH_RDLOCK
 stripe_co_pwritev_part(BlockDriverState *bs, int64_t offset, int64_t bytes,
                        QEMUIOVector *qiov, size_t qiov_offset,
                        BdrvRequestFlags flags)
 {
     BDRVStripeState *s = bs->opaque;
+    int ret;
 
+    ret = stripe_co_grow_for(bs, offset, bytes);
+    if (ret < 0) {
+        return ret;
+    }
     if (s->cache) {
         return stripe_cache_co_pwritev(bs, offset, bytes, qiov, qiov_offset,
                                        flags);
@@ -263,12 +318,28 @@ static int coroutine_fn GRAPH_RDLOCK
 stripe_co_pwrite_zeroes(BlockDriverState *bs, int64_t offset, int64_t bytes,
                         BdrvRequestFlags flags)
 {
+    int ret = stripe_co_grow_for(bs, offset, bytes);
+
+    if (ret < 0) {
+        return ret;
+    }
     return stripe_co_replace(bs, STRIPE_OP_ZEROES, offset, bytes, flags);
 }
 
 static int coroutine_fn GRAPH_RDLOCK
 stripe_co_pdiscard(BlockDriverState *bs, int64_t offset, int64_t bytes)
 {
+    BDRVStripeState *s = bs->opaque;
+    uint64_t size = qatomic_read_u64(&s->geo.virtual_size);
+
+    /*
+     * Discard never grows the disk, but qcow2 may discard past its end
+     * when it reverts an allocation: there is nothing to drop there.
+     */
+    if (offset >= size) {
+        return 0;
+    }
+    bytes = MIN(bytes, size - offset);
     return stripe_co_replace(bs, STRIPE_OP_DISCARD, offset, bytes, 0);
 }
 
@@ -561,12 +632,18 @@ static int GRAPH_RDLOCK stripe_inactivate(BlockDriverState *bs)
     return s->cache ? stripe_cache_inactivate(bs) : 0;
 }
 
-/* Migration destination (or a failed migration): start from nothing. */
+/*
+ * Migration destination (or a failed migration): the other host may have
+ * changed the size, and the cache starts from nothing.
+ */
 static void coroutine_fn GRAPH_RDLOCK
 stripe_co_invalidate_cache(BlockDriverState *bs, Error **errp)
 {
     BDRVStripeState *s = bs->opaque;
 
+    if (stripe_co_reload_headers(bs, errp) < 0) {
+        return;
+    }
     if (s->cache) {
         stripe_cache_activate(bs, errp);
     }

@@ -83,6 +83,7 @@ typedef struct BDRVStripeState {
     StripeGeometry geo;
     uint8_t uuid[16];
     uint64_t generation;
+    CoMutex resize_lock;        /* around changes of size and generation */
     uint32_t node_count;
     BdrvChild **nodes;          /* indexed by node index (assembled order) */
     uint32_t *given_pos;        /* nodes[i] was the given_pos[i]-th node */
@@ -105,6 +106,8 @@ int GRAPH_RDLOCK stripe_assemble_nodes(BlockDriverState *bs,
                                        BdrvChild **given, uint32_t count,
                                        Error **errp);
 int coroutine_fn GRAPH_RDLOCK
+stripe_co_reload_headers(BlockDriverState *bs, Error **errp);
+int coroutine_fn GRAPH_RDLOCK
 stripe_co_write_header(BdrvChild *child, const StripeHeader *h,
                        Error **errp);
 void stripe_header_for_node(BDRVStripeState *s, uint32_t index,
@@ -116,6 +119,8 @@ int coroutine_fn GRAPH_RDLOCK
 stripe_co_truncate(BlockDriverState *bs, int64_t offset, bool exact,
                    PreallocMode prealloc, BdrvRequestFlags flags,
                    Error **errp);
+int coroutine_fn GRAPH_RDLOCK stripe_co_grow(BlockDriverState *bs,
+                                             uint64_t end);
 
 /* stripe-create.c */
 extern QemuOptsList stripe_create_opts;

@@ -27,8 +27,9 @@ PACKAGES=(
     valgrind gnuplot-nox
 )
 
-# Packages that must come from bookworm-backports (meson >= 1.5).
-BACKPORTS=(meson python3-pycotap)
+# Packages that must come from bookworm-backports: meson >= 1.5, and the
+# option ROMs of the same QEMU version (the +ds tarball has none).
+BACKPORTS=(meson python3-pycotap qemu-system-data)
 
 need_sources=0
 if [ ! -f "$BACKPORTS_LIST" ]; then
@@ -50,13 +51,19 @@ for p in "${BACKPORTS[@]}"; do
         missing_bpo+=("$p")
     fi
 done
-# An older meson from bookworm itself is not good enough.
-if dpkg-query -W -f='${Status}' meson 2>/dev/null | grep -q 'ok installed'; then
-    ver=$(dpkg-query -W -f='${Version}' meson)
-    if dpkg --compare-versions "$ver" lt 1.5; then
-        missing_bpo+=(meson)
+# Bookworm's own meson and qemu-system-data are too old.
+need_version() {
+    local pkg=$1 min=$2 ver
+    if dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null |
+            grep -q 'ok installed'; then
+        ver=$(dpkg-query -W -f='${Version}' "$pkg")
+        if dpkg --compare-versions "$ver" lt "$min"; then
+            missing_bpo+=("$pkg")
+        fi
     fi
-fi
+}
+need_version meson 1.5
+need_version qemu-system-data 1:10.0
 
 if [ $need_sources = 0 ] && [ ${#missing[@]} = 0 ] &&
         [ ${#missing_bpo[@]} = 0 ]; then
