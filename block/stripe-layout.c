@@ -104,7 +104,7 @@ void stripe_header_encode(const StripeHeader *h, uint8_t *buf)
     put_le32(buf + OFF_CRC, header_crc(buf));
 }
 
-static bool all_zero(const uint8_t *buf, size_t len)
+bool stripe_buf_is_zero(const uint8_t *buf, size_t len)
 {
     size_t i;
 
@@ -175,7 +175,7 @@ StripeHeaderStatus stripe_header_decode(const uint8_t *buf, size_t len,
         return STRIPE_HEADER_BLANK;
     }
     if (memcmp(buf + OFF_MAGIC, STRIPE_MAGIC, STRIPE_MAGIC_LEN)) {
-        if (all_zero(buf, STRIPE_HEADER_SIZE)) {
+        if (stripe_buf_is_zero(buf, STRIPE_HEADER_SIZE)) {
             set_err(errmsg, "no stripe header (node is not formatted)");
             return STRIPE_HEADER_BLANK;
         }

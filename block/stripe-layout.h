@@ -136,4 +136,7 @@ bool stripe_assemble(const StripeHeader *hdrs, const uint64_t *node_len,
 /* Format a UUID as the usual 36-character string (buf: 37 bytes). */
 void stripe_uuid_unparse(const uint8_t *uuid, char *buf);
 
+/* Whether @len bytes at @buf are all zero (a never-written header). */
+bool stripe_buf_is_zero(const uint8_t *buf, size_t len);
+
 #endif /* STRIPE_LAYOUT_H */

@@ -51,6 +51,12 @@
 #define SC_MAX_DIRTY_AGE_NS (3600 * SC_NS_PER_SEC)
 #define SC_MAX_RA_TRIGGER 65536
 #define SC_MIN_STRIPE_UNIT 512
+/*
+ * The driver has at most 64 nodes (STRIPE_MAX_NODES); a bound keeps the
+ * per-node array allocated at creation, and the loops over all nodes in
+ * writeback and prefetch, small whatever the caller passes.
+ */
+#define SC_MAX_NODES 1024
 
 /* Largest extent and job: keeps node requests and iovecs reasonable. */
 #define SC_SEGMENT_MAX (1 * SC_MiB)

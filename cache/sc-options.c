@@ -91,6 +91,10 @@ char *sc_geometry_check(const SCGeometry *geo)
     if (geo->node_count < 1) {
         return g_strdup("node count must be at least 1");
     }
+    if (geo->node_count > SC_MAX_NODES) {
+        return g_strdup_printf("node count (%" PRIu32 ") must be at most %u",
+                               geo->node_count, (unsigned)SC_MAX_NODES);
+    }
     if (geo->max_writeback_per_node < 1) {
         return g_strdup("max_writeback_per_node must be at least 1");
     }

@@ -3,7 +3,7 @@
 #
 # Build QEMU 10.0.2 with the stripe driver.
 #
-#   build-qemu.sh [--build-dir DIR] [--stamp FILE] [TARGET...]
+#   build-qemu.sh [--asan] [--build-dir DIR] [--stamp FILE] [TARGET...]
 #
 # 1. Obtain Debian's qemu_10.0.2+ds.orig.tar.xz into the download cache
 #    (once; the sha256 is checked on every run).
@@ -15,12 +15,19 @@
 #    changed; ccache makes a fresh tree cheap.
 #
 # The default TARGETs are the binaries the project uses.
+#
+# --asan configures with QEMU's --enable-asan --enable-ubsan (UBSan errors
+# abort, as in QEMU's own CI) and builds by default only what
+# qtests/run-asan-iotests needs.  It has its own DIR (default
+# build/qemu-asan) with its own unpacked tree and lock, so that it never
+# waits for, re-unpacks or reconfigures the plain build.
 
 set -euo pipefail
 
 REPO=$(cd "$(dirname "$0")/.." && pwd)
-BUILD_DIR="$REPO/build/qemu"
+BUILD_DIR=""
 STAMP=""
+ASAN=0
 TARGETS=()
 
 QEMU_DEB_VERSION='1:10.0.2+ds-2+deb13u1~bpo12+1'
@@ -30,6 +37,10 @@ DOWNLOAD_CACHE=${QEMU_STRIPE_DOWNLOAD_CACHE:-/var/cache/qemu-stripe}
 
 DEFAULT_TARGETS=(qemu-img qemu-io qemu-nbd storage-daemon/qemu-storage-daemon
                  qemu-system-x86_64 tests/qtest/qos-test)
+# qemu-iotests' ./check wants all of these to exist, even when a case only
+# runs qemu-img and qemu-io.
+ASAN_TARGETS=(qemu-img qemu-io qemu-nbd storage-daemon/qemu-storage-daemon
+              qemu-system-x86_64)
 
 die() {
     echo "build-qemu: error: $*" >&2
@@ -42,12 +53,18 @@ log() {
 
 while [ $# -gt 0 ]; do
     case "$1" in
+    --asan) ASAN=1; shift ;;
     --build-dir) BUILD_DIR=$2; shift 2 ;;
     --stamp) STAMP=$2; shift 2 ;;
     -*) die "unknown option $1" ;;
     *) TARGETS+=("$1"); shift ;;
     esac
 done
+if [ $ASAN = 1 ]; then
+    BUILD_DIR=${BUILD_DIR:-$REPO/build/qemu-asan}
+    DEFAULT_TARGETS=("${ASAN_TARGETS[@]}")
+fi
+BUILD_DIR=${BUILD_DIR:-$REPO/build/qemu}
 if [ ${#TARGETS[@]} = 0 ]; then
     TARGETS=("${DEFAULT_TARGETS[@]}")
 fi
@@ -185,6 +202,10 @@ configure() {
           --enable-tools --enable-libiscsi --enable-linux-aio
           --enable-fdt=system
           --disable-docs --disable-install-blobs)
+    if [ $ASAN = 1 ]; then
+        args+=(--enable-asan --enable-ubsan
+               --extra-cflags=-fno-sanitize-recover=undefined)
+    fi
     # Reconfigure only when the arguments change or a configure was cut off.
     if [ -f "$OBJ/.qemu-stripe-configured" ] &&
             [ "$(cat "$OBJ/.qemu-stripe-configured")" = "${args[*]}" ]; then
@@ -202,11 +223,14 @@ configure() {
 }
 
 # The +ds tarball has no firmware: a QEMU run from the build tree looks in
-# its qemu-bundle, where we link Debian's SeaBIOS and iPXE images.
+# its qemu-bundle, where we link Debian's SeaBIOS and iPXE images and the
+# option ROMs of qemu-system-data (kvmvapic, linuxboot, multiboot, pvh).
 link_firmware() {
     local f dir="$OBJ/qemu-bundle/usr/local/share/qemu"
     mkdir -p "$dir"
-    for f in /usr/share/seabios/*.bin /usr/lib/ipxe/qemu/*.rom; do
+    for f in /usr/share/seabios/*.bin /usr/lib/ipxe/qemu/*.rom \
+             /usr/share/qemu/kvmvapic.bin /usr/share/qemu/linuxboot*.bin \
+             /usr/share/qemu/multiboot*.bin /usr/share/qemu/pvh.bin; do
         [ -e "$f" ] || continue
         link "$f" "$dir/$(basename "$f")"
     done

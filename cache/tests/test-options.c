@@ -123,6 +123,9 @@ static void test_bad_geometry(void)
         { { 1 << 20, 4096, 1, 8192, 1, 1 }, "node alignment (8192)" },
         { { 1 << 20, 4096, 1, 0, 1, 1 }, "node alignment (0)" },
         { { 1 << 20, 4096, 0, 512, 1, 1 }, "node count must be" },
+        /* not an allocation of UINT32_MAX nodes (found by fuzzing) */
+        { { 1 << 20, 4096, UINT32_MAX, 512, 1, 1 },
+          "node count (4294967295) must be at most 1024" },
         { { 1 << 20, 4096, 1, 512, 0, 1 }, "max_writeback_per_node" },
         { { 1 << 20, 4096, 1, 512, 1, 0 }, "max_fetch_per_node" },
     };
@@ -145,6 +148,7 @@ static void test_bad_geometry(void)
 static void test_edges_valid(void)
 {
     SCGeometry geo = { 1 << 20, 512, 1, 1, 1, 1 };
+    SCGeometry most_nodes = { 1 << 20, 512, SC_MAX_NODES, 512, 1, 1 };
     SCOptions o;
     SCCache *c;
 
@@ -159,6 +163,9 @@ static void test_edges_valid(void)
     c = sc_cache_new(&o, &geo, NULL);
     sc_assert(c);
     sc_assert_cmpu(c->page_size, ==, 512);
+    sc_cache_free(c);
+    c = sc_cache_new(&o, &most_nodes, NULL);
+    sc_assert(c);
     sc_cache_free(c);
 }
 
