@@ -33,6 +33,9 @@
  *   QEMU_STRIPE_POOL_URLS   the URL of each node of the pool
  *   QEMU_STRIPE_POOL_FILES  the LUN backing file of each node of the pool
  *
+ * Two of them take a node's LUN offline instead (NOT READY: ENOMEDIUM in
+ * QEMU) under werror=stop,rerror=stop, and check that the VM stops and,
+ * after the LUN is back and cont, completes the request with nothing lost.
  * Two more stripe/cache/ tests fail writeback with a blkdebug node over
  * the files of QEMU_STRIPE_ERROR_FILES, as in stripe/error/ but cached.
  *
@@ -1392,6 +1395,7 @@ static CachePool cache_pool;
 typedef struct CacheCase {
     const char *cache;          /* the cache mode */
     const char *opts;           /* stripe cache options, or "" */
+    const char *errors;         /* werror=/rerror=, or NULL: report */
     bool write_cache;           /* its cache.writeback: the guest's wce */
     unsigned slot;              /* picks the test's rows and held node */
 } CacheCase;
@@ -1401,7 +1405,7 @@ typedef struct HeldNode {
     unsigned index;             /* in the stripe */
     unsigned pool_index;        /* in the pool */
     const char *file;           /* its LUN's backing file */
-    char *resume_argv[7];       /* "storage-nodes resume ..." */
+    char *resume_argv[7];       /* "storage-nodes resume|online ..." */
     bool held;
 } HeldNode;
 
@@ -1456,8 +1460,9 @@ static void *stripe_cache_before(GString *cmd_line, void *arg)
         append_null_drive(cmd_line);
         return NULL;
     }
-    g_string_append_printf(drive, ",driver=stripe,cache=%s%s"
-                           ",werror=report,rerror=report", c->cache, c->opts);
+    g_string_append_printf(drive, ",driver=stripe,cache=%s%s%s", c->cache,
+                           c->opts,
+                           c->errors ?: ",werror=report,rerror=report");
     g_assert_cmpuint(append_url_nodes(drive, urls), ==, cache_pool.count);
     quoted = g_shell_quote(drive->str);
     g_string_append_printf(cmd_line, " -drive %s ", quoted);
@@ -1496,7 +1501,7 @@ static void harness_node_cmd(const char *verb, unsigned pool_index)
 
 /*
  * When an assertion aborts the test, libqtest stops QEMU, whose exit
- * writes the cache back: resume the node first (this hook runs before
+ * writes the cache back: resume the node (or bring its LUN back) first (this hook runs before
  * libqtest's), or QEMU waits for it until libqtest kills it 30 s later.
  */
 static void held_node_abort(void *opaque)
@@ -1590,21 +1595,34 @@ static void held_node_pick(QTestState *qts, unsigned index)
     qobject_unref(resp);
 }
 
-static void node_pause(void)
+/* Apply fault @verb to the held node; @undo is the verb that ends it. */
+static void node_fault(const char *verb, const char *undo)
 {
     g_assert_false(held_node.held);
-    /* armed first: a pause that fails may still have stopped the node */
+    g_free(held_node.resume_argv[1]);
+    held_node.resume_argv[1] = g_strdup(undo);
+    /* armed first: a command that fails may still have hit the node */
     held_node.held = true;
     qtest_add_abrt_handler(held_node_abort, &held_node);
-    harness_node_cmd("pause", held_node.pool_index);
+    harness_node_cmd(verb, held_node.pool_index);
+}
+
+static void node_fault_end(void)
+{
+    g_assert_true(held_node.held);
+    harness_node_cmd(held_node.resume_argv[1], held_node.pool_index);
+    held_node.held = false;
+    qtest_remove_abrt_handler(&held_node);
+}
+
+static void node_pause(void)
+{
+    node_fault("pause", "resume");
 }
 
 static void node_resume(void)
 {
-    g_assert_true(held_node.held);
-    harness_node_cmd("resume", held_node.pool_index);
-    held_node.held = false;
-    qtest_remove_abrt_handler(&held_node);
+    node_fault_end();
 }
 
 /*
@@ -2135,6 +2153,100 @@ static void test_cache_error_stop(void *obj, void *arg,
     stripe_dev_stop(&d);
 }
 
+/*
+ * stripe/cache/offline-*: the LUN of a real node goes offline (tgtd then
+ * answers NOT READY, which QEMU's iscsi driver reports as ENOMEDIUM) under
+ * werror=stop,rerror=stop.  The guest request that needs the node stops
+ * the VM; once the LUN is back, cont completes it, and nothing that the
+ * guest was told is written is missing.
+ */
+
+/* Write @data to @t on the node's backing file, behind QEMU's back. */
+static void node_store(const CacheTarget *t, const uint8_t *data)
+{
+    int fd = open(t->file, O_WRONLY);
+
+    g_assert_cmpint(fd, >=, 0);
+    g_assert_cmpint(pwrite(fd, data, t->len, t->node_off), ==, t->len);
+    g_assert_cmpint(fdatasync(fd), ==, 0);
+    close(fd);
+}
+
+/*
+ * A write absorbed by the cache before the LUN went away: the flush that
+ * must write it back stops the VM, and after cont it completes with the
+ * data on the node.  A write that the guest makes while the VM is stopped
+ * cannot happen, so the flush covers everything the guest was told.
+ */
+static void test_cache_offline_flush(void *obj, void *arg,
+                                     QGuestAllocator *alloc)
+{
+    StripeDev d;
+    CacheTarget t;
+    BlkReq f;
+    g_autofree uint8_t *data = NULL;
+
+    if (!cache_dev_start(&d, obj, arg, alloc)) {
+        return;
+    }
+    cache_target(&d, arg, 0, &t);
+    data = target_pattern(&t, 701);
+    g_assert_cmpuint(blk_do(&d, VIRTIO_BLK_T_OUT, t.off / SECTOR, data,
+                            t.len, 2), ==, VIRTIO_BLK_S_OK);
+    g_assert_cmpuint(cache_stat(d.qts, "dirty-bytes"), >=, t.len);
+    assert_node_lacks(&t, data, "absorbed write");
+
+    node_fault("offline", "online");
+    blk_submit(&d, &f, VIRTIO_BLK_T_FLUSH, 0, NULL, 0, 0);
+    expect_io_error(&d, true, "write", "stop", ENOMEDIUM);
+    expect_stopped(&d);
+    assert_node_lacks(&t, data, "write while the LUN is offline");
+    /* still owed to the node, not dropped */
+    g_assert_cmpuint(cache_stat(d.qts, "dirty-bytes"), >=, t.len);
+
+    node_fault_end();
+    cont_and_complete(&d, &f);
+    g_assert_cmpuint(blk_status(&d, &f), ==, VIRTIO_BLK_S_OK);
+    blk_finish(&d, &f, NULL);
+    assert_node_holds(&d, &t, data, "write after cont");
+    g_assert_cmpuint(cache_stat(d.qts, "dirty-bytes"), ==, 0);
+    stripe_dev_stop(&d);
+}
+
+/*
+ * A read that misses the cache while the LUN is offline stops the VM;
+ * after cont it returns what the node holds.
+ */
+static void test_cache_offline_read(void *obj, void *arg,
+                                    QGuestAllocator *alloc)
+{
+    StripeDev d;
+    CacheTarget t;
+    BlkReq r;
+    g_autofree uint8_t *data = NULL;
+    g_autofree uint8_t *got = NULL;
+
+    if (!cache_dev_start(&d, obj, arg, alloc)) {
+        return;
+    }
+    cache_target(&d, arg, 1, &t);
+    data = target_pattern(&t, 702);
+    got = g_malloc(t.len);
+    node_store(&t, data);
+
+    node_fault("offline", "online");
+    blk_submit(&d, &r, VIRTIO_BLK_T_IN, t.off / SECTOR, NULL, t.len, 2);
+    expect_io_error(&d, true, "read", "stop", ENOMEDIUM);
+    expect_stopped(&d);
+
+    node_fault_end();
+    cont_and_complete(&d, &r);
+    g_assert_cmpuint(blk_status(&d, &r), ==, VIRTIO_BLK_S_OK);
+    blk_finish(&d, &r, got);
+    verify_bytes(&d, got, data, t.off, t.len, "read after cont");
+    stripe_dev_stop(&d);
+}
+
 static CacheCase cache_writeback = {
     .cache = "writeback", .write_cache = true,
     .opts = ",cache-writethrough-until-flush=off",
@@ -2169,6 +2281,20 @@ static CacheCase cache_unsafe = {
     .cache = "unsafe", .write_cache = true,
     .opts = ",cache-max-dirty-age=0.1",
     .slot = 5,
+};
+
+/* only the guest's flush writes back: no writeback by age meanwhile */
+static CacheCase cache_offline_flush = {
+    .cache = "writeback", .write_cache = true,
+    .opts = ",cache-writethrough-until-flush=off,cache-max-dirty-age=3600",
+    .errors = ",werror=stop,rerror=stop",
+    .slot = 6,
+};
+
+static CacheCase cache_offline_read = {
+    .cache = "writeback", .write_cache = true, .opts = "",
+    .errors = ",werror=stop,rerror=stop",
+    .slot = 7,
 };
 
 /*
@@ -2246,6 +2372,10 @@ static void register_stripe_virtio_blk_test(void)
     add_cache_test("writethrough", test_cache_writethrough,
                    &cache_writethrough);
     add_cache_test("unsafe", test_cache_unsafe, &cache_unsafe);
+    add_cache_test("offline-flush-stop", test_cache_offline_flush,
+                   &cache_offline_flush);
+    add_cache_test("offline-read-stop", test_cache_offline_read,
+                   &cache_offline_read);
     add_cache_error_test("flush-error-report", test_cache_error_report,
                          &cache_error_report);
     add_cache_error_test("flush-error-stop", test_cache_error_stop,

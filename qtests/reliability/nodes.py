@@ -1,0 +1,158 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""A pool of harness storage nodes for the reliability tests, the faults the
+harness can inject into one node, and a QEMU-free view of what the nodes
+hold.
+
+NodeView reads the LUN files behind the tgtd nodes directly and maps
+virtual disk offsets to them by the on-node layout (docs/layout.md).  It is
+how the tests know what really reached the nodes after a flush or after a
+kill -9 of QEMU, without trusting any QEMU code: tgtd writes a command's
+data to its LUN file before it answers, and the files are on tmpfs.
+"""
+
+import json
+import os
+import struct
+import subprocess
+import time
+import zlib
+
+import paths
+
+HEADER_MAGIC = b'QSTRIPE\x1a'
+
+
+class NodeError(Exception):
+    pass
+
+
+def run(cmd, timeout=120):
+    res = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                         text=True, timeout=timeout)
+    if res.returncode != 0:
+        raise NodeError('%s failed (%d): %s' % (' '.join(cmd), res.returncode,
+                                               res.stdout.strip()))
+    return res.stdout
+
+
+class Pool:
+    """A harness pool owned by this process: a run that dies midway leaves
+    nothing behind, the next `storage-nodes start` sweeps it."""
+
+    # harness command that starts a fault, and the one that ends it
+    FAULTS = {
+        'offline': ('offline', 'online'),      # NOT READY to every command
+        'readonly': ('readonly', 'readwrite'),  # writes fail, reads work
+        'kill': ('kill', 'restart'),           # tgtd SIGKILLed, TCP gone
+        'pause': ('pause', 'resume'),          # tgtd SIGSTOPped, TCP held
+    }
+
+    def __init__(self, workdir, count=4, size='64M', extra=()):
+        self.dir = os.path.join(workdir, 'pool')
+        self.info = json.loads(run(
+            [paths.HARNESS, 'start', '--count', str(count), '--size', size,
+             '--owner', str(os.getpid()), '--pool-dir', self.dir,
+             '--format', 'json'] + list(extra)))
+        self.nodes = self.info['nodes']
+        self.files = [n['file'] for n in self.nodes]
+        self.urls = ['iscsi://%s/%s/1' % (self.portal(n), n['iqn'])
+                     for n in self.nodes]
+
+    @staticmethod
+    def portal(n):
+        if n.get('proxy_port'):
+            return '127.0.0.1:%d' % n['proxy_port']
+        return '%s:%d' % (n['addr'], n['port'])
+
+    def node_json(self, i, **extra):
+        d = {'driver': 'iscsi', 'transport': 'tcp',
+             'portal': self.portal(self.nodes[i]),
+             'target': self.nodes[i]['iqn'], 'lun': 1}
+        d.update(extra)
+        return d
+
+    def filename(self, order=None):
+        urls = [self.urls[i] for i in (order or range(len(self.urls)))]
+        return 'stripe:' + '|'.join(urls) + ('|' if len(urls) == 1 else '')
+
+    def create(self, size, unit='64k'):
+        run([paths.QEMU_IMG, 'create', '-q', '-f', 'stripe', '-o',
+             'stripe-unit=%s,force=on' % unit, self.filename(), str(size)])
+
+    def harness(self, op, node):
+        run([paths.HARNESS, op, '--pool-dir', self.dir, '--node', str(node)])
+
+    def fault(self, kind, node, on):
+        self.harness(self.FAULTS[kind][0 if on else 1], node)
+
+    def stop(self):
+        if os.path.exists(os.path.join(self.dir, 'pool.json')):
+            subprocess.run([paths.HARNESS, 'stop', '--pool-dir', self.dir],
+                           timeout=120)
+
+    def checksums(self):
+        """One digest per LUN file (for 'no node was written')."""
+        sums = []
+        for f in self.files:
+            crc = 0
+            with open(f, 'rb') as fh:
+                while True:
+                    chunk = fh.read(1 << 20)
+                    if not chunk:
+                        break
+                    crc = zlib.crc32(chunk, crc)
+            sums.append(crc)
+        return sums
+
+
+class NodeView:
+    """The virtual disk as the LUN files hold it right now."""
+
+    def __init__(self, files):
+        self.fds = {}
+        count = unit = offset = None
+        for f in files:
+            with open(f, 'rb') as fh:
+                hdr = fh.read(512)
+            if hdr[:8] != HEADER_MAGIC:
+                raise NodeError('%s has no stripe header' % f)
+            if zlib.crc32(hdr[:508]) != struct.unpack_from('<I', hdr, 508)[0]:
+                raise NodeError('%s: header checksum mismatch' % f)
+            index, count, unit, self.size, offset = \
+                struct.unpack_from('<IIQQQ', hdr, 32)
+            self.fds[index] = f
+        if sorted(self.fds) != list(range(count)):
+            raise NodeError('node indexes %s, expected 0..%d' %
+                            (sorted(self.fds), count - 1))
+        self.count, self.unit, self.data_offset = count, unit, offset
+
+    def read(self, offset, length):
+        out = bytearray()
+        handles = {}
+        try:
+            while length > 0:
+                k, within = divmod(offset, self.unit)
+                n = min(length, self.unit - within)
+                node = k % self.count
+                if node not in handles:
+                    handles[node] = open(self.fds[node], 'rb')
+                fh = handles[node]
+                fh.seek(self.data_offset + (k // self.count) * self.unit +
+                        within)
+                data = fh.read(n)
+                out += data + bytes(n - len(data))
+                offset += n
+                length -= n
+        finally:
+            for fh in handles.values():
+                fh.close()
+        return bytes(out)
+
+
+def wait_for(cond, timeout, step=0.05):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if cond():
+            return True
+        time.sleep(step)
+    return cond()

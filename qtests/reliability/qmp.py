@@ -1,0 +1,97 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""A minimal synchronous QMP client with timeouts everywhere, so that a
+test talking to a stuck QEMU fails instead of hanging."""
+
+import json
+import select
+import socket
+import time
+
+
+class QMPError(Exception):
+    pass
+
+
+class QMP:
+    def __init__(self, path, timeout=30, alive=lambda: True):
+        deadline = time.monotonic() + timeout
+        while True:
+            self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                self.sock.connect(path)
+                break
+            except OSError:
+                self.sock.close()
+                if time.monotonic() > deadline or not alive():
+                    raise QMPError('no QMP socket at %s' % path)
+                time.sleep(0.05)
+        self.timeout = timeout
+        self.buf = b''
+        self.events = []
+        if self._read(timeout) is None:
+            raise QMPError('no QMP greeting in %d s' % timeout)
+        self.cmd('qmp_capabilities')
+
+    def _read(self, timeout):
+        """One JSON message; None when @timeout seconds pass first."""
+        deadline = time.monotonic() + timeout
+        while b'\n' not in self.buf:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return None
+            if not select.select([self.sock], [], [], left)[0]:
+                continue
+            try:
+                data = self.sock.recv(65536)
+            except OSError as e:
+                raise QMPError('QMP read failed: %s' % e)
+            if not data:
+                raise QMPError('QMP connection closed')
+            self.buf += data
+        line, self.buf = self.buf.split(b'\n', 1)
+        return json.loads(line)
+
+    def send(self, name, **args):
+        """Send a command without waiting for its answer (quit: QEMU may
+        close its disks, which can take long, before it answers)."""
+        msg = {'execute': name}
+        if args:
+            msg['arguments'] = args
+        try:
+            self.sock.sendall((json.dumps(msg) + '\n').encode())
+        except OSError as e:
+            raise QMPError('QMP write failed: %s' % e)
+
+    def cmd(self, name, timeout=None, **args):
+        """Run a command; its 'return' value, or QMPError."""
+        timeout = timeout or self.timeout
+        self.send(name, **args)
+        while True:
+            r = self._read(timeout)
+            if r is None:
+                raise QMPError('%s: no answer in %d s' % (name, timeout))
+            if 'event' in r:
+                self.events.append(r)
+                continue
+            if 'error' in r:
+                raise QMPError('%s: %s' % (name, r['error'].get('desc')))
+            return r.get('return')
+
+    def wait_event(self, name, timeout):
+        """The first event called @name (seen before or arriving within
+        @timeout seconds), removed from the list; None on timeout."""
+        deadline = time.monotonic() + timeout
+        while True:
+            for i, e in enumerate(self.events):
+                if e['event'] == name:
+                    return self.events.pop(i)
+            r = self._read(deadline - time.monotonic())
+            if r is None:
+                return None
+            self.events.append(r)
+
+    def close(self):
+        try:
+            self.sock.close()
+        except OSError:
+            pass
