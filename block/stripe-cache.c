@@ -184,6 +184,16 @@ void stripe_cache_close(BlockDriverState *bs)
         error_report("stripe: flushing the nodes at close failed: %s",
                      strerror(-ret));
     }
+    /*
+     * A failed write-back ends the wait above while jobs for other nodes
+     * may still run, and their completion takes the cache's lock: start
+     * no more jobs and let those end (a job's last act is to leave the
+     * node's in-flight count) before the cache goes away.
+     */
+    qemu_mutex_lock(&s->cache->lock);
+    s->cache->inactive = true;
+    qemu_mutex_unlock(&s->cache->lock);
+    BDRV_POLL_WHILE(bs, qatomic_read(&bs->in_flight) > 0);
     stripe_cache_free(bs);
 }
 
