@@ -4,6 +4,7 @@
  */
 #include <glib.h>
 #include <stdbool.h>
+#include <sys/auxv.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -34,7 +35,7 @@ SCArena *sc_arena_new(size_t slot_size, size_t slots, size_t keep)
     a->slot_size = slot_size;
     a->slots = slots;
     a->keep = keep;
-    a->release = slot_size % sysconf(_SC_PAGESIZE) == 0;
+    a->release = slot_size % getauxval(AT_PAGESZ) == 0;
     a->free_stack = g_new(uint32_t, slots);
     return a;
 }

@@ -191,6 +191,7 @@ void sc_cache_set_disk_size(SCCache *c, uint64_t disk_size)
 {
     SCRaConfig rc;
 
+    g_assert(disk_size <= SC_MAX_DISK_SIZE);
     if (disk_size < c->geo.disk_size) {
         cancel_prefetch_beyond(c, disk_size);
         sc_invalidate(c, disk_size, UINT64_MAX - disk_size);

@@ -88,6 +88,10 @@ char *sc_geometry_check(const SCGeometry *geo)
                                "unit (%" PRIu64 ")",
                                geo->align, geo->stripe_unit);
     }
+    if (geo->disk_size > SC_MAX_DISK_SIZE) {
+        return g_strdup_printf("disk size (%" PRIu64 ") must be at most %"
+                               PRIu64, geo->disk_size, SC_MAX_DISK_SIZE);
+    }
     if (geo->node_count < 1) {
         return g_strdup("node count must be at least 1");
     }

@@ -55,15 +55,22 @@ void sc_options_init_defaults(SCOptions *opts);
 char *sc_options_check(const SCOptions *opts);
 
 /*
+ * The largest disk: QEMU's disks are below 2^63 bytes.  Requests end at or
+ * below it, which keeps page and unit rounding clear of uint64_t overflow.
+ */
+#define SC_MAX_DISK_SIZE ((uint64_t)INT64_MAX)
+
+/*
  * Geometry of the striped disk the cache sits in front of.
  * Stripe unit k lives on node k % node_count.
  */
 typedef struct SCGeometry {
-    uint64_t disk_size;         /* nothing at or past it is read ahead */
+    /* at most SC_MAX_DISK_SIZE; nothing at or past it is read ahead */
+    uint64_t disk_size;
     uint64_t stripe_unit;       /* power of two; jobs never cross one */
     uint32_t node_count;        /* >= 1 */
-    uint32_t align;             /* node request alignment, power of two,
-                                   <= stripe_unit; fetches are aligned */
+    /* node request alignment: a power of two <= stripe_unit */
+    uint32_t align;
     uint32_t max_writeback_per_node;  /* in-flight writeback jobs, >= 1 */
     uint32_t max_fetch_per_node;      /* in-flight prefetch jobs, >= 1 */
 } SCGeometry;
@@ -93,6 +100,7 @@ bool sc_cache_reconfigure(SCCache *c, const SCOptions *opts, char **errmsg);
 /*
  * The disk was resized.  Cached data at or beyond a new, smaller size is
  * dropped (the guest shrank the disk); no job may be in flight beyond it.
+ * @disk_size is at most SC_MAX_DISK_SIZE.
  */
 void sc_cache_set_disk_size(SCCache *c, uint64_t disk_size);
 
@@ -111,10 +119,10 @@ int sc_cache_drop(SCCache *c);
 typedef enum SCPieceKind {
     SC_PIECE_HIT,    /* already copied into the caller's buffer */
     SC_PIECE_FETCH,  /* caller must run fetch job @job, then read again */
-    SC_PIECE_WAIT,   /* another fetch fills it: wait for any
-                        sc_fetch_done(), then read this piece again */
-    SC_PIECE_DIRECT, /* not cacheable now (no memory): caller reads it
-                        from the nodes straight into its own buffer */
+    /* another fetch fills it: wait for any sc_fetch_done(), read it again */
+    SC_PIECE_WAIT,
+    /* no memory now: the caller reads it from the nodes into its buffer */
+    SC_PIECE_DIRECT,
 } SCPieceKind;
 
 typedef struct SCJob {
@@ -122,8 +130,8 @@ typedef struct SCJob {
     uint64_t offset;            /* disk offset */
     uint64_t len;
     uint32_t node;              /* (offset / stripe_unit) % node_count */
-    bool fua;                   /* writeback only: a FUA write waits for
-                                   these bytes, write them with FUA */
+    /* writeback only: a FUA write waits for these bytes: write with FUA */
+    bool fua;
     struct iovec *iov;          /* cache-owned, valid until *_done() */
     int iovcnt;
 } SCJob;

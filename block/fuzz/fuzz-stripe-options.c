@@ -565,7 +565,8 @@ static void run_op(Run *r, FuzzInput *in)
         break;
     case OP_RESIZE:
         /* never below the window: the guest only uses the disk */
-        r->geo.disk_size = r->base + r->len + (uint64_t)(a % 4096) * 512;
+        r->geo.disk_size = MIN(r->base + r->len + (uint64_t)(a % 4096) * 512,
+                               SC_MAX_DISK_SIZE);
         sc_cache_set_disk_size(r->c, r->geo.disk_size);
         break;
     case OP_DROP:

@@ -123,6 +123,10 @@ static void test_bad_geometry(void)
         { { 1 << 20, 4096, 1, 8192, 1, 1 }, "node alignment (8192)" },
         { { 1 << 20, 4096, 1, 0, 1, 1 }, "node alignment (0)" },
         { { 1 << 20, 4096, 0, 512, 1, 1 }, "node count must be" },
+        /* offsets near 2^64 would overflow page rounding (fuzzing) */
+        { { UINT64_MAX, 4096, 1, 512, 1, 1 },
+          "disk size (18446744073709551615) must be at most "
+          "9223372036854775807" },
         /* not an allocation of UINT32_MAX nodes (found by fuzzing) */
         { { 1 << 20, 4096, UINT32_MAX, 512, 1, 1 },
           "node count (4294967295) must be at most 1024" },
