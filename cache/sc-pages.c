@@ -311,35 +311,39 @@ uint64_t sc_store_pages_to_alloc(SCCache *c, uint64_t start, uint64_t end)
     return n;
 }
 
-void sc_pages_copy_in(SCCache *c, uint64_t start, uint64_t end,
-                      SCIovIter *it)
+/*
+ * Copy [start, end) between the cache's pages and the iterator: into the
+ * pages (@to_iov false; they are made writable, i.e. private to the
+ * cache, first) or out of them (they must be present).
+ */
+static void pages_copy(SCCache *c, uint64_t start, uint64_t end,
+                       SCIovIter *it, bool to_iov)
 {
     uint64_t pos = start;
 
     while (pos < end) {
         uint64_t pstart = sc_round_down(pos, c->page_size);
         uint64_t n = MIN(end, pstart + c->page_size) - pos;
-        SCPage *p = sc_store_writable(c, sc_page_index(c, pos));
+        uint64_t idx = sc_page_index(c, pos);
+        SCPage *p = to_iov ? sc_store_lookup(c, idx)
+                           : sc_store_writable(c, idx);
 
-        iov_iter_copy(it, p->data + (pos - pstart), n, false);
+        g_assert(p);
+        iov_iter_copy(it, p->data + (pos - pstart), n, to_iov);
         pos += n;
     }
+}
+
+void sc_pages_copy_in(SCCache *c, uint64_t start, uint64_t end,
+                      SCIovIter *it)
+{
+    pages_copy(c, start, end, it, false);
 }
 
 void sc_pages_copy_out(SCCache *c, uint64_t start, uint64_t end,
                        SCIovIter *it)
 {
-    uint64_t pos = start;
-
-    while (pos < end) {
-        uint64_t pstart = sc_round_down(pos, c->page_size);
-        uint64_t n = MIN(end, pstart + c->page_size) - pos;
-        SCPage *p = sc_store_lookup(c, sc_page_index(c, pos));
-
-        g_assert(p);
-        iov_iter_copy(it, p->data + (pos - pstart), n, true);
-        pos += n;
-    }
+    pages_copy(c, start, end, it, true);
 }
 
 void sc_job_iov_build(SCCache *c, uint64_t start, uint64_t end,
