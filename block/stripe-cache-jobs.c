@@ -10,6 +10,16 @@
  *
  * All calls into the core happen under StripeCache.lock, which is never
  * held across a yield (qemu_co_queue_wait() drops it while waiting).
+ *
+ * Drain: QEMU waits in a drained section until no request of this node is
+ * in flight.  Requests that wait for the cache (blocked writers, flushes,
+ * write-arounds, readers of data being fetched) are in flight, so the work
+ * they wait for always starts, drained or not.  Only background work
+ * (age-based writeback, prefetch, retries nobody waits for) stops, and the
+ * timer that drives it stays off until the section ends.  Nothing waits
+ * by polling: a waiter sleeps on the progress queue, or, when nothing is
+ * in flight and nothing may start before a retry deadline, until that
+ * deadline.
  */
 
 #include "qemu/osdep.h"
@@ -61,7 +71,7 @@ static void coroutine_fn stripe_job_co(void *opaque)
     } else {
         sc_fetch_done(c->core, j->job.id, ret, stripe_cache_now());
     }
-    c->jobs_in_flight--;
+    c->in_flight--;
     qemu_co_queue_restart_all(&c->progress);
     qemu_mutex_unlock(&c->lock);
 
@@ -101,16 +111,37 @@ static bool stripe_next_job(StripeCache *c, bool force, int64_t now,
         got = true;
     }
     if (got) {
-        c->jobs_in_flight++;
+        c->in_flight++;
     }
     return got;
 }
 
 /*
- * Start every job the core allows now.  @force: also while drained (a
- * flush or close inside a drained section must write back).  The jobs are
- * collected under one hold of the lock and started after it is dropped:
- * a job may run until its first yield right away.
+ * Arm the timer for the next background deadline.  Called with c->lock
+ * held.  Not while drained or inactive: background work is stopped then,
+ * and a deadline that is already due would fire the timer in a loop.
+ */
+static void stripe_cache_timer_arm(StripeCache *c, int64_t now)
+{
+    int64_t deadline;
+
+    if (!c->timer || c->quiesced || c->inactive) {
+        return;
+    }
+    deadline = sc_next_deadline(c->core, now);
+    /* Only move the timer when the next deadline moves. */
+    if (deadline != INT64_MAX && deadline != c->timer_deadline) {
+        c->timer_deadline = deadline;
+        timer_mod(c->timer, deadline);
+    }
+}
+
+/*
+ * Start every job the core allows now.  @force: also while drained, for
+ * the requests that wait for them (they are in flight, and the drain waits
+ * for them).  The jobs are collected under one hold of the lock and
+ * started after it is dropped: a job may run until its first yield right
+ * away.
  */
 void stripe_cache_kick(BlockDriverState *bs, bool force)
 {
@@ -118,7 +149,7 @@ void stripe_cache_kick(BlockDriverState *bs, bool force)
     StripeCache *c = s->cache;
     SCJob jobs[STRIPE_CACHE_KICK_BATCH];
     bool writeback[STRIPE_CACHE_KICK_BATCH];
-    int64_t now, deadline;
+    int64_t now;
     unsigned n, i;
 
     if (!c) {
@@ -131,18 +162,14 @@ void stripe_cache_kick(BlockDriverState *bs, bool force)
              stripe_next_job(c, force, now, &jobs[n], &writeback[n]); n++) {
             /* collected */
         }
-        deadline = sc_next_deadline(c->core, now);
+        if (n < STRIPE_CACHE_KICK_BATCH) {
+            stripe_cache_timer_arm(c, now);
+        }
         qemu_mutex_unlock(&c->lock);
         for (i = 0; i < n; i++) {
             stripe_job_start(bs, &jobs[i], writeback[i]);
         }
     } while (n == STRIPE_CACHE_KICK_BATCH);
-
-    /* Only move the timer when the next deadline moves. */
-    if (c->timer && deadline != INT64_MAX && deadline != c->timer_deadline) {
-        c->timer_deadline = deadline;
-        timer_mod(c->timer, deadline);
-    }
 }
 
 /* Age-based writeback and retries after errors. */
@@ -151,7 +178,9 @@ static void stripe_cache_timer_cb(void *opaque)
     BlockDriverState *bs = opaque;
     BDRVStripeState *s = bs->opaque;
 
+    qemu_mutex_lock(&s->cache->lock);
     s->cache->timer_deadline = INT64_MAX;
+    qemu_mutex_unlock(&s->cache->lock);
     stripe_cache_kick(bs, false);
 }
 
@@ -174,30 +203,49 @@ void stripe_cache_timer_detach(BlockDriverState *bs)
     }
 }
 
+/* Stop the timer: drained, inactive or closing. */
+void stripe_cache_timer_stop(StripeCache *c)
+{
+    qemu_mutex_lock(&c->lock);
+    if (c->timer) {
+        timer_del(c->timer);
+    }
+    c->timer_deadline = INT64_MAX;
+    qemu_mutex_unlock(&c->lock);
+}
+
 /*
- * Wait until some job completes.  Called with c->lock held; returns with
- * it held.  With no job in flight, first try to start some (and if the
- * core has none to give yet, e.g. while retrying after an error, sleep a
- * little rather than spin).
+ * Wait for progress: some job or write-around completes, or the next
+ * deadline passes.  Called with c->lock held, by a request in flight that
+ * waits for the cache; returns with it held.  With nothing in flight,
+ * first start whatever may start (drained or not: the drain waits for this
+ * request).  If nothing can start before a deadline (every node with dirty
+ * data is backing off after an error), sleep until it.
  */
-void coroutine_fn stripe_cache_wait_progress(BlockDriverState *bs,
-                                             bool force)
+void coroutine_fn stripe_cache_wait_progress(BlockDriverState *bs)
 {
     BDRVStripeState *s = bs->opaque;
     StripeCache *c = s->cache;
+    int64_t now, wait;
 
-    if (c->jobs_in_flight) {
+    if (!c->in_flight) {
+        qemu_mutex_unlock(&c->lock);
+        stripe_cache_kick(bs, true);
+        qemu_mutex_lock(&c->lock);
+    }
+    if (c->in_flight) {
         qemu_co_queue_wait(&c->progress, &c->lock);
         return;
     }
+    now = stripe_cache_now();
+    wait = sc_next_deadline(c->core, now);
+    wait = wait == INT64_MAX ? STRIPE_CACHE_IDLE_WAIT_NS
+                             : MIN(wait - now, STRIPE_CACHE_IDLE_WAIT_NS);
+    wait = MAX(wait, STRIPE_CACHE_MIN_WAIT_NS);
+    trace_stripe_cache_wait_deadline(bs, wait);
     qemu_mutex_unlock(&c->lock);
-    stripe_cache_kick(bs, force);
+    qemu_co_sleep_ns(QEMU_CLOCK_REALTIME, wait);
     qemu_mutex_lock(&c->lock);
-    if (!c->jobs_in_flight) {
-        qemu_mutex_unlock(&c->lock);
-        qemu_co_sleep_ns(QEMU_CLOCK_REALTIME, STRIPE_CACHE_IDLE_WAIT_NS);
-        qemu_mutex_lock(&c->lock);
-    }
 }
 
 /*
@@ -212,7 +260,7 @@ int coroutine_fn stripe_cache_wait_ticket(BlockDriverState *bs,
     int ret;
 
     while ((ret = sc_flush_status(c->core, ticket)) == 1) {
-        stripe_cache_wait_progress(bs, true);
+        stripe_cache_wait_progress(bs);
     }
     sc_flush_release(c->core, ticket);
     return ret;

@@ -8,12 +8,17 @@
  * stripe-cache-jobs.c.  Semantics kept from QEMU:
  *
  *  - a completed flush means every byte written before it is on the nodes
- *    and the nodes were flushed (cache=unsafe: flushes are not forwarded,
- *    writeback still runs in the background);
+ *    and the nodes were flushed; with cache=unsafe the data still goes to
+ *    the nodes (QEMU's "flush to the OS", block/io.c), only the nodes'
+ *    own flush is skipped, so a crash of QEMU loses nothing flushed;
+ *  - block status reports what the cache holds newer than the nodes as
+ *    data (never as a hole or zeroes from the nodes), so that NBD's sparse
+ *    reads, mirror and backup copy it;
  *  - FUA writes and cache=writethrough (QEMU sets FUA on every write)
  *    complete only once written through, with FUA on the nodes;
- *  - a writeback error reaches the guest as the error of the next flush,
- *    and the data stays dirty and is retried, never dropped;
+ *  - a writeback error reaches the guest as the error of the next flush
+ *    (or of a write blocked at max-dirty behind it), and the data stays
+ *    dirty and is retried, never dropped;
  *  - close, reopen to no cache and migration (inactivate) write everything
  *    back first and report failure.
  */
@@ -230,7 +235,7 @@ static int coroutine_fn GRAPH_RDLOCK stripe_fetch_task_entry(AioTask *task)
                        t->piece.job.len, &qiov, 0, 0);
     qemu_mutex_lock(&c->lock);
     sc_fetch_done(c->core, t->piece.job.id, ret, stripe_cache_now());
-    c->jobs_in_flight--;
+    c->in_flight--;
     qemu_co_queue_restart_all(&c->progress);
     qemu_mutex_unlock(&c->lock);
     return ret;
@@ -265,17 +270,20 @@ stripe_cache_co_preadv(BlockDriverState *bs, int64_t offset, int64_t bytes,
         bool need_wait = false, issued = false;
         guint i, j;
 
+        /*
+         * Starved by evictions (what it fetched was evicted before it
+         * could read it, again and again): fetch no more, read what is
+         * not cached straight from the nodes.  Cached data still wins and
+         * data in transition is still waited for.
+         */
+        if (round >= STRIPE_CACHE_MAX_READ_ROUNDS) {
+            flags |= SC_READ_DIRECT;
+        }
         qemu_mutex_lock(&c->lock);
         for (i = 0; i < todo->len; i++) {
             SCPiece *r = &g_array_index(todo, SCPiece, i);
             g_autoptr(GArray) pieces = NULL;
 
-            if (round >= STRIPE_CACHE_MAX_READ_ROUNDS) {
-                /* Starved by evictions: read the rest straight through. */
-                r->kind = SC_PIECE_DIRECT;
-                g_array_append_val(next, *r);
-                continue;
-            }
             pieces = sc_read(c->core, r->offset, r->len, qiov->iov,
                              qiov->niov, qiov_offset + (r->offset - offset),
                              flags, stripe_cache_now());
@@ -286,10 +294,10 @@ stripe_cache_co_preadv(BlockDriverState *bs, int64_t offset, int64_t bytes,
                     g_array_append_val(next, *p);
                 }
                 /* Counted so that readers waiting for it get woken. */
-                c->jobs_in_flight += p->kind == SC_PIECE_FETCH;
+                c->in_flight += p->kind == SC_PIECE_FETCH;
             }
         }
-        flags = SC_READ_RETRY;
+        flags |= SC_READ_RETRY;
 
         /* Pieces being fetched by others: wait without losing a wakeup. */
         for (i = 0; i < next->len; i++) {
@@ -299,7 +307,7 @@ stripe_cache_co_preadv(BlockDriverState *bs, int64_t offset, int64_t bytes,
             issued |= k == SC_PIECE_FETCH || k == SC_PIECE_DIRECT;
         }
         if (need_wait && !issued) {
-            stripe_cache_wait_progress(bs, false);
+            stripe_cache_wait_progress(bs);
         }
         qemu_mutex_unlock(&c->lock);
         stripe_cache_kick(bs, false);
@@ -359,9 +367,42 @@ stripe_cache_co_preadv(BlockDriverState *bs, int64_t offset, int64_t bytes,
  */
 
 /*
- * Write around the cache: for discard, write-zeroes and writes that can
- * never fit.  No older writeback may land after the node request, and no
- * fetch that read the old data may make it clean afterwards.
+ * Send write-around @a (begun under c->lock, which the caller holds and
+ * this drops): wait until no older writeback of the range is in flight,
+ * write the nodes, then tell the core, which wakes the readers and
+ * writers held off the range and the flushes that wanted the dirty data
+ * it replaced.
+ */
+static int coroutine_fn GRAPH_RDLOCK
+stripe_cache_co_send_around(BlockDriverState *bs, SCAround *a, StripeOp op,
+                            int64_t offset, int64_t bytes,
+                            QEMUIOVector *qiov, size_t qiov_offset,
+                            BdrvRequestFlags flags)
+{
+    BDRVStripeState *s = bs->opaque;
+    StripeCache *c = s->cache;
+    int ret;
+
+    c->in_flight++;
+    while (!sc_around_ready(c->core, a)) {
+        stripe_cache_wait_progress(bs);
+    }
+    qemu_mutex_unlock(&c->lock);
+
+    ret = stripe_co_rw(bs, op, offset, bytes, qiov, qiov_offset, flags);
+    trace_stripe_cache_write_around(bs, op, offset, bytes, ret);
+
+    qemu_mutex_lock(&c->lock);
+    sc_around_end(c->core, a, ret);
+    c->in_flight--;
+    qemu_co_queue_restart_all(&c->progress);
+    qemu_mutex_unlock(&c->lock);
+    return ret;
+}
+
+/*
+ * Write around the cache: discard, write-zeroes, zeroing for a resize.
+ * See sc_around_begin() for what the core does meanwhile.
  */
 int coroutine_fn GRAPH_RDLOCK
 stripe_cache_co_write_around(BlockDriverState *bs, StripeOp op,
@@ -371,21 +412,12 @@ stripe_cache_co_write_around(BlockDriverState *bs, StripeOp op,
 {
     BDRVStripeState *s = bs->opaque;
     StripeCache *c = s->cache;
-    int ret;
+    SCAround *a;
 
     qemu_mutex_lock(&c->lock);
-    sc_invalidate(c->core, offset, bytes);
-    while (sc_range_busy(c->core, offset, bytes)) {
-        stripe_cache_wait_progress(bs, false);
-    }
-    qemu_mutex_unlock(&c->lock);
-
-    ret = stripe_co_rw(bs, op, offset, bytes, qiov, qiov_offset, flags);
-
-    qemu_mutex_lock(&c->lock);
-    sc_invalidate(c->core, offset, bytes);
-    qemu_mutex_unlock(&c->lock);
-    return ret;
+    a = sc_around_begin(c->core, offset, bytes);
+    return stripe_cache_co_send_around(bs, a, op, offset, bytes, qiov,
+                                       qiov_offset, flags);
 }
 
 int coroutine_fn GRAPH_RDLOCK
@@ -396,18 +428,37 @@ stripe_cache_co_pwritev(BlockDriverState *bs, int64_t offset, int64_t bytes,
     BDRVStripeState *s = bs->opaque;
     StripeCache *c = s->cache;
     unsigned wflags = (flags & BDRV_REQ_FUA) ? SC_WRITE_FUA : 0;
+    uint64_t failed = 0;
+    bool blocked = false;
     SCWriteResult r;
     int ret;
 
     qemu_mutex_lock(&c->lock);
     for (;;) {
+        uint64_t now_failed;
+        int err;
+
         r = sc_write(c->core, offset, bytes, qiov->iov, qiov->niov,
                      qiov_offset, wflags, stripe_cache_now());
         if (r.status != SC_WRITE_BLOCKED) {
             break;
         }
-        /* At max-dirty: wait until writeback makes room. */
-        stripe_cache_wait_progress(bs, false);
+        /*
+         * At max-dirty: wait until writeback makes room.  If writeback
+         * fails meanwhile, room may never come (a node refuses writes):
+         * fail now, so that werror= applies to this write instead of
+         * leaving the guest blocked until some later flush.  The cache
+         * took nothing of it; the dirty data stays and is retried.
+         */
+        now_failed = sc_writeback_failures(c->core, &err);
+        if (blocked && now_failed != failed) {
+            qemu_mutex_unlock(&c->lock);
+            trace_stripe_cache_write_failed(bs, offset, bytes, err);
+            return err;
+        }
+        blocked = true;
+        failed = now_failed;
+        stripe_cache_wait_progress(bs);
     }
 
     switch (r.status) {
@@ -432,9 +483,9 @@ stripe_cache_co_pwritev(BlockDriverState *bs, int64_t offset, int64_t bytes,
         qemu_mutex_unlock(&c->lock);
         return ret;
     case SC_WRITE_BYPASS:
-        qemu_mutex_unlock(&c->lock);
-        return stripe_cache_co_write_around(bs, STRIPE_OP_WRITE, offset,
-                                            bytes, qiov, qiov_offset, flags);
+        return stripe_cache_co_send_around(bs, r.around, STRIPE_OP_WRITE,
+                                           offset, bytes, qiov, qiov_offset,
+                                           flags);
     default:
         g_assert_not_reached();
     }
@@ -452,10 +503,6 @@ int coroutine_fn GRAPH_RDLOCK stripe_cache_co_flush(BlockDriverState *bs)
     SCFlush *ticket;
     int ret;
 
-    if (bs->open_flags & BDRV_O_NO_FLUSH) {
-        /* cache=unsafe: writeback goes on by age and pressure. */
-        return 0;
-    }
     qemu_mutex_lock(&c->lock);
     ticket = sc_flush_begin(c->core, true);
     qemu_mutex_unlock(&c->lock);
@@ -463,7 +510,11 @@ int coroutine_fn GRAPH_RDLOCK stripe_cache_co_flush(BlockDriverState *bs)
     qemu_mutex_lock(&c->lock);
     ret = stripe_cache_wait_ticket(bs, ticket);
     qemu_mutex_unlock(&c->lock);
-    if (ret == 0) {
+    /*
+     * cache=unsafe writes the cache back all the same (a QEMU crash must
+     * not lose it), but does not make the nodes flush their own caches.
+     */
+    if (ret == 0 && !(bs->open_flags & BDRV_O_NO_FLUSH)) {
         ret = stripe_co_flush_nodes(bs);
     }
 
@@ -486,13 +537,14 @@ void stripe_cache_drain_begin(BlockDriverState *bs)
 {
     BDRVStripeState *s = bs->opaque;
 
+    /*
+     * Background work stops; requests in flight still get the writeback
+     * and fetches they wait for (see stripe-cache-jobs.c).
+     */
     qemu_mutex_lock(&s->cache->lock);
     s->cache->quiesced = true;
     qemu_mutex_unlock(&s->cache->lock);
-    if (s->cache->timer) {
-        timer_del(s->cache->timer);
-        s->cache->timer_deadline = INT64_MAX;
-    }
+    stripe_cache_timer_stop(s->cache);
 }
 
 static void stripe_cache_resume_bh(void *opaque)
@@ -529,6 +581,7 @@ int stripe_cache_inactivate(BlockDriverState *bs)
     qemu_mutex_lock(&s->cache->lock);
     s->cache->inactive = true;
     qemu_mutex_unlock(&s->cache->lock);
+    stripe_cache_timer_stop(s->cache);
     return 0;
 }
 

@@ -28,6 +28,7 @@
 #define STRIPE_OPT_UNIT         "stripe-unit"
 #define STRIPE_OPT_NODE_COUNT   "node-count"
 #define STRIPE_OPT_FORCE        "force"
+#define STRIPE_OPT_EXISTING     "existing"
 #define STRIPE_DEFAULT_PREFIX_NODES 4
 
 QemuOptsList stripe_create_opts = {
@@ -56,6 +57,13 @@ QemuOptsList stripe_create_opts = {
             .type = QEMU_OPT_BOOL,
             .help = "Format nodes that carry the header of another stripe "
                     "image, destroying it (default off)"
+        },
+        {
+            .name = STRIPE_OPT_EXISTING,
+            .type = QEMU_OPT_BOOL,
+            .help = "Keep the stripe image the nodes hold and format "
+                    "nothing, e.g. to create a qcow2 image inside it "
+                    "(default off)"
         },
         { /* end of list */ }
     }
@@ -364,6 +372,46 @@ static bool stripe_node_is_missing_file(const char *name)
     return !g_file_test(path, G_FILE_TEST_EXISTS);
 }
 
+/*
+ * existing=on: the nodes must already hold one complete stripe image (the
+ * driver opens it as it would for a guest); nothing is written.  Options
+ * that describe a new image must agree with it or be left out.
+ */
+static int coroutine_fn GRAPH_UNLOCKED
+stripe_co_use_existing(const char *filename, uint64_t size,
+                       uint64_t stripe_unit, bool force, Error **errp)
+{
+    BlockDriverState *bs;
+    BDRVStripeState *s;
+    int ret = 0;
+
+    if (force) {
+        error_setg(errp, "stripe: existing=on keeps the image on the nodes,"
+                   " force=on formats them: use one of the two");
+        return -EINVAL;
+    }
+    bs = bdrv_co_open(filename, NULL, NULL,
+                      BDRV_O_RDWR | BDRV_O_RESIZE | BDRV_O_PROTOCOL, errp);
+    if (!bs) {
+        error_prepend(errp, "existing=on: ");
+        return -EINVAL;
+    }
+    s = bs->opaque;
+    if (size && size != s->geo.virtual_size) {
+        error_setg(errp, "stripe: existing=on keeps the image's size %"
+                   PRIu64 ", not %" PRIu64 " (qemu-img resize changes it)",
+                   s->geo.virtual_size, size);
+        ret = -EINVAL;
+    } else if (stripe_unit && stripe_unit != s->geo.stripe_unit) {
+        error_setg(errp, "stripe: existing=on keeps the image's stripe-unit"
+                   " %" PRIu64 ", not %" PRIu64, s->geo.stripe_unit,
+                   stripe_unit);
+        ret = -EINVAL;
+    }
+    bdrv_co_unref(bs);
+    return ret;
+}
+
 int coroutine_fn GRAPH_UNLOCKED
 stripe_co_create_opts(BlockDriver *drv, const char *filename,
                       QemuOpts *opts, Error **errp)
@@ -373,7 +421,7 @@ stripe_co_create_opts(BlockDriver *drv, const char *filename,
     g_autofree bool *created = NULL;
     uint64_t size, stripe_unit, count64;
     StripeGeometry geo;
-    bool force;
+    bool force, has_unit;
     uint32_t count, i;
     int ret = 0;
 
@@ -386,10 +434,16 @@ stripe_co_create_opts(BlockDriver *drv, const char *filename,
     if (size <= STRIPE_MAX_SIZE) {
         size = ROUND_UP(size, BDRV_SECTOR_SIZE);
     }
+    has_unit = qemu_opt_get(opts, STRIPE_OPT_UNIT) != NULL;
     stripe_unit = qemu_opt_get_size_del(opts, STRIPE_OPT_UNIT,
                                         STRIPE_DEFAULT_UNIT);
     count64 = qemu_opt_get_number_del(opts, STRIPE_OPT_NODE_COUNT, 0);
     force = qemu_opt_get_bool_del(opts, STRIPE_OPT_FORCE, false);
+    if (qemu_opt_get_bool_del(opts, STRIPE_OPT_EXISTING, false)) {
+        return stripe_co_use_existing(filename, size,
+                                      has_unit ? stripe_unit : 0, force,
+                                      errp);
+    }
 
     if (count64 > STRIPE_MAX_NODES) {
         error_setg(errp, "stripe: node-count %" PRIu64 " is out of range "
@@ -430,6 +484,7 @@ stripe_co_create_opts(BlockDriver *drv, const char *filename,
             ret = bdrv_co_create_file(names[i], fopts, errp);
             qemu_opts_del(fopts);
             if (ret < 0) {
+                error_prepend(errp, "stripe: node %u (%s): ", i, names[i]);
                 goto out;
             }
             created[i] = true;
@@ -438,6 +493,8 @@ stripe_co_create_opts(BlockDriver *drv, const char *filename,
                               BDRV_O_RDWR | BDRV_O_RESIZE | BDRV_O_PROTOCOL,
                               errp);
         if (!bss[i]) {
+            /* "Could not open ...: Operation not permitted" names no node */
+            error_prepend(errp, "stripe: node %u: ", i);
             ret = -EIO;
             goto out;
         }

@@ -369,6 +369,33 @@ stripe_co_block_status(BlockDriverState *bs, bool want_zero, int64_t offset,
     uint64_t node_offset, in_unit;
     uint32_t node;
 
+    /*
+     * The cache is the disk: what it holds newer than the nodes (or is
+     * moving between them) is data, whatever the nodes would say of it.
+     */
+    if (s->cache) {
+        StripeCache *c = s->cache;
+        uint32_t align = bs->bl.request_alignment;
+        uint64_t run;
+        SCStatus st;
+
+        qemu_mutex_lock(&c->lock);
+        st = sc_block_status(c->core, offset, bytes, &run);
+        qemu_mutex_unlock(&c->lock);
+        /*
+         * Answers come in whole alignment blocks: a block with any byte
+         * the cache holds is data (calling more data is always safe).
+         */
+        if (st == SC_STATUS_NODES) {
+            run = QEMU_ALIGN_DOWN(run, align);
+        }
+        if (st == SC_STATUS_DATA || run == 0) {
+            *pnum = QEMU_ALIGN_UP(MAX(run, 1), align);
+            return BDRV_BLOCK_DATA;
+        }
+        bytes = run;
+    }
+
     /* Report the node's mapping; the generic code asks the node. */
     in_unit = stripe_map(&s->geo, offset, &node, &node_offset);
     *pnum = MIN(bytes, in_unit);

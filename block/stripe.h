@@ -5,6 +5,7 @@
  *   stripe.c             the BlockDriver: open/close, limits, reopen, info
  *   stripe-options.c     the cache and readahead runtime options
  *   stripe-header.c      reading, checking and writing the node headers
+ *   stripe-resize.c      resize, and growth for a write past the end
  *   stripe-create.c      qemu-img create / blockdev-create
  *   stripe-io.c          splitting requests per node and running them in
  *                        parallel
@@ -56,18 +57,25 @@
 #define STRIPE_CACHE_FETCH_PER_NODE     4
 /* A reader starved by evictions this often reads around the cache. */
 #define STRIPE_CACHE_MAX_READ_ROUNDS    8
-/* Nothing in flight and nothing to start yet (backoff after an error). */
-#define STRIPE_CACHE_IDLE_WAIT_NS       (1 * SCALE_MS)
+/*
+ * A request waiting for the cache with nothing in flight and nothing to
+ * start (every node with dirty data backs off after an error) sleeps until
+ * the next retry deadline, within these bounds.
+ */
+#define STRIPE_CACHE_MIN_WAIT_NS        (1 * SCALE_MS)
+#define STRIPE_CACHE_IDLE_WAIT_NS       (1 * NANOSECONDS_PER_SECOND)
 /* Writeback attempts at close before dirty data is reported lost. */
 #define STRIPE_CACHE_CLOSE_TRIES        3
 
 typedef struct StripeCache {
     SCCache *core;
     QemuMutex lock;             /* around every core call, never a yield */
-    CoQueue progress;           /* woken when any job completes */
+    /* woken when any job or write-around completes */
+    CoQueue progress;
     QEMUTimer *timer;           /* age-based writeback, retries */
     int64_t timer_deadline;     /* when it fires, INT64_MAX: not armed */
-    unsigned jobs_in_flight;
+    /* jobs and write-arounds in flight: each wakes @progress when done */
+    unsigned in_flight;
     bool quiesced;              /* drained: start no background IO */
     bool inactive;              /* migrated away: no IO at all */
     /* what the core cannot see */
@@ -113,8 +121,13 @@ stripe_co_write_header(BdrvChild *child, const StripeHeader *h,
 void stripe_header_for_node(BDRVStripeState *s, uint32_t index,
                             StripeHeader *h);
 int coroutine_fn GRAPH_RDLOCK
+stripe_co_write_all_headers(BlockDriverState *bs, uint64_t size,
+                            Error **errp);
+int coroutine_fn GRAPH_RDLOCK
 stripe_co_check(BlockDriverState *bs, BdrvCheckResult *result,
                 BdrvCheckMode fix);
+
+/* stripe-resize.c */
 int coroutine_fn GRAPH_RDLOCK
 stripe_co_truncate(BlockDriverState *bs, int64_t offset, bool exact,
                    PreallocMode prealloc, BdrvRequestFlags flags,
@@ -178,8 +191,8 @@ int64_t stripe_cache_now(void);
 void stripe_cache_kick(BlockDriverState *bs, bool force);
 void stripe_cache_timer_attach(BlockDriverState *bs, AioContext *ctx);
 void stripe_cache_timer_detach(BlockDriverState *bs);
-void coroutine_fn stripe_cache_wait_progress(BlockDriverState *bs,
-                                             bool force);
+void stripe_cache_timer_stop(StripeCache *c);
+void coroutine_fn stripe_cache_wait_progress(BlockDriverState *bs);
 int coroutine_fn stripe_cache_wait_ticket(BlockDriverState *bs,
                                           SCFlush *ticket);
 

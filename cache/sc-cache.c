@@ -71,6 +71,7 @@ SCCache *sc_cache_new(const SCOptions *opts, const SCGeometry *geo,
     sc_tree_init(&c->wb_by_since);
     c->wb_jobs = g_hash_table_new(g_int64_hash, g_int64_equal);
     c->fetch_jobs = g_hash_table_new(g_int64_hash, g_int64_equal);
+    g_queue_init(&c->arounds);
     g_queue_init(&c->tickets);
     g_queue_init(&c->pending_global);
     g_queue_init(&c->pending_range);
@@ -132,6 +133,7 @@ void sc_cache_free(SCCache *c)
     free_all_extents(c);
     sc_store_clear(c);
     sc_tickets_free_all(c);
+    sc_arounds_free_all(c);
     g_hash_table_destroy(c->pages);
     sc_page_pool_free(c);
     g_hash_table_destroy(c->wb_jobs);
@@ -194,7 +196,7 @@ void sc_cache_set_disk_size(SCCache *c, uint64_t disk_size)
     g_assert(disk_size <= SC_MAX_DISK_SIZE);
     if (disk_size < c->geo.disk_size) {
         cancel_prefetch_beyond(c, disk_size);
-        sc_invalidate(c, disk_size, UINT64_MAX - disk_size);
+        sc_range_drop(c, disk_size, UINT64_MAX - disk_size);
     }
     c->geo.disk_size = disk_size;
     ra_config_from(c, &rc);
@@ -206,7 +208,7 @@ int sc_cache_drop(SCCache *c)
     SCTreeNode *n;
 
     if (sc_dirty_total(c) || g_hash_table_size(c->wb_jobs) ||
-        c->fetch_issued) {
+        c->fetch_issued || c->arounds.length) {
         return -EBUSY;
     }
     /* Only clean data and queued prefetch jobs are left. */

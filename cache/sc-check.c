@@ -312,6 +312,25 @@ out:
     return false;
 }
 
+/* Nothing is cached, fetched or written back inside a write-around. */
+static bool check_arounds(SCCache *c, char **why)
+{
+    GList *l;
+
+    for (l = c->arounds.head; l; l = l->next) {
+        SCAround *a = l->data;
+        SCExtent *e = sc_ext_lookup(c, a->start);
+
+        CHECK(a->start < a->end, "empty write-around");
+        CHECK(!e || e->start >= a->end, "extent [%" PRIu64 ", %" PRIu64
+              ") inside write-around [%" PRIu64 ", %" PRIu64 ")",
+              e->start, e->end, a->start, a->end);
+    }
+    return true;
+out:
+    return false;
+}
+
 bool sc_cache_check(SCCache *c, char **why)
 {
     CheckState st;
@@ -323,7 +342,8 @@ bool sc_cache_check(SCCache *c, char **why)
     st.page_refs = g_hash_table_new_full(NULL, NULL, NULL, g_free);
     *why = NULL;
     ok = check_extents(c, &st, why) && check_pages(c, &st, why) &&
-         check_jobs(c, &st, why) && check_tickets(c, why);
+         check_jobs(c, &st, why) && check_tickets(c, why) &&
+         check_arounds(c, why);
     g_hash_table_destroy(st.used);
     g_hash_table_destroy(st.wb_live);
     g_hash_table_destroy(st.fetch_wait);

@@ -13,8 +13,11 @@
  *
  * A failed writeback job reports its errno to every pending ticket that
  * wanted any of its bytes; when none did, the error is kept ("sticky")
- * and the next sc_flush_begin() ticket reports it.  The data stays dirty
- * either way and is retried.
+ * and the guest's next flush ticket reports it (an internal flush must not
+ * swallow it).  The data stays dirty either way and is retried.
+ *
+ * Write-arounds in flight are obligations too (sc-around.c): the dirty
+ * data they dropped is superseded only once they reach the nodes.
  */
 #include "sc-internal.h"
 
@@ -28,12 +31,7 @@ static uint64_t global_min_need(SCCache *c)
     if (n) {
         m = MIN(m, SC_CONTAINER_OF(n, SCWbJob, since_node)->min_since);
     }
-    return m;
-}
-
-static SCWbJob *job_of(SCTreeNode *n)
-{
-    return n ? SC_CONTAINER_OF(n, SCWbJob, range_node) : NULL;
+    return MIN(m, sc_around_min_need(c, 0, UINT64_MAX));
 }
 
 /* Oldest obligation within [start, end). */
@@ -41,7 +39,6 @@ static uint64_t range_min_need(SCCache *c, uint64_t start, uint64_t end)
 {
     uint64_t m = UINT64_MAX;
     SCExtent *e;
-    SCWbJob *j;
 
     for (e = sc_ext_lookup(c, start); e && e->start < end;
          e = sc_ext_next(e)) {
@@ -49,16 +46,8 @@ static uint64_t range_min_need(SCCache *c, uint64_t start, uint64_t end)
             m = MIN(m, e->since);
         }
     }
-    j = sc_wb_job_covering(c, start);
-    if (!j) {
-        uint64_t next = sc_wb_boundary_after(c, start);
-
-        j = next < end ? sc_wb_job_covering(c, next) : NULL;
-    }
-    for (; j && j->start < end; j = job_of(sc_tree_next(&j->range_node))) {
-        m = MIN(m, j->min_since);
-    }
-    return m;
+    m = MIN(m, sc_wb_min_since(c, start, end));
+    return MIN(m, sc_around_min_need(c, start, end));
 }
 
 static SCFlush *ticket_new(SCCache *c)
@@ -89,10 +78,11 @@ SCFlush *sc_flush_begin(SCCache *c, bool from_guest)
     SCFlush *f = ticket_new(c);
 
     c->stats.flushes++;
+    f->from_guest = from_guest;
     if (from_guest) {
         c->seen_guest_flush = true;
     }
-    if (c->sticky_error) {
+    if (from_guest && c->sticky_error) {
         f->status = c->sticky_error;
         c->sticky_error = 0;
         c->stats.flush_errors++;
@@ -112,6 +102,7 @@ SCFlush *sc_ticket_new_range(SCCache *c, uint64_t start, uint64_t end,
     SCFlush *f = ticket_new(c);
 
     f->ranged = true;
+    f->from_guest = true;
     f->fua = fua;
     f->start = start;
     f->end = end;
@@ -170,8 +161,13 @@ void sc_tickets_update(SCCache *c, uint64_t start, uint64_t end)
     }
 }
 
+/*
+ * Fail the pending tickets that wanted data of [start, end) from epoch
+ * @min_since on.  With @keep_untaken, an error that no guest ticket took
+ * (none, or only internal flushes) is kept for the guest's next flush.
+ */
 void sc_tickets_fail(SCCache *c, uint64_t start, uint64_t end,
-                     uint64_t min_since, int err)
+                     uint64_t min_since, int err, bool keep_untaken)
 {
     bool taken = false;
     GList *l, *next;
@@ -182,7 +178,7 @@ void sc_tickets_fail(SCCache *c, uint64_t start, uint64_t end,
         next = l->next;
         if (f->seq >= min_since) {
             ticket_finish(c, f, err);
-            taken = true;
+            taken |= f->from_guest;
         }
     }
     for (l = c->pending_range.head; l; l = next) {
@@ -194,7 +190,7 @@ void sc_tickets_fail(SCCache *c, uint64_t start, uint64_t end,
             taken = true;
         }
     }
-    if (!taken && !c->sticky_error) {
+    if (keep_untaken && !taken && !c->sticky_error) {
         c->sticky_error = err;
     }
 }

@@ -170,8 +170,17 @@ struct SCFlush {
     uint64_t start;             /* range tickets (write-through) */
     uint64_t end;
     int status;                 /* 1 pending, 0 done, -errno failed */
+    bool from_guest;            /* a guest flush or write-through */
     bool ranged;
     bool fua;
+};
+
+/* A write-around on its way to the nodes (sc-around.c). */
+struct SCAround {
+    GList link;                 /* c->arounds */
+    uint64_t start;
+    uint64_t end;
+    uint64_t min_since;         /* oldest dropped dirty data, or MAX */
 };
 
 typedef struct SCNode {
@@ -230,13 +239,18 @@ struct SCCache {
     uint64_t read_call;
     uint32_t prefetch_rr;
 
+    /* write-arounds in flight, few: bounded by the guest's queue depth */
+    GQueue arounds;
+
     /* flush */
     uint64_t epoch;
     GQueue tickets;
     GQueue pending_global;
     GQueue pending_range;
-    int sticky_error;
+    int sticky_error;           /* for the guest's next flush */
     bool seen_guest_flush;
+    uint64_t wb_failures;       /* failed writeback jobs so far */
+    int wb_last_error;
 
     SCReadahead ra;
     uint64_t next_job_id;
@@ -371,15 +385,27 @@ bool sc_prefetch_cancel_one(SCCache *c);
 /* sc-writeback.c */
 SCWbJob *sc_wb_job_covering(SCCache *c, uint64_t off);
 uint64_t sc_wb_boundary_after(SCCache *c, uint64_t off);
+uint64_t sc_wb_min_since(SCCache *c, uint64_t start, uint64_t end);
 uint64_t sc_dirty_total(const SCCache *c);
 void sc_wb_job_free(SCCache *c, SCWbJob *job);
+
+/* sc-around.c */
+uint64_t sc_around_covered_end(SCCache *c, uint64_t off);
+uint64_t sc_around_next_start(SCCache *c, uint64_t off);
+bool sc_around_overlaps(SCCache *c, uint64_t start, uint64_t end);
+uint64_t sc_around_min_need(SCCache *c, uint64_t start, uint64_t end);
+void sc_arounds_free_all(SCCache *c);
+
+/* sc-write.c */
+void sc_range_drop(SCCache *c, uint64_t offset, uint64_t len);
+bool sc_range_busy(SCCache *c, uint64_t offset, uint64_t len);
 
 /* sc-flush.c */
 SCFlush *sc_ticket_new_range(SCCache *c, uint64_t start, uint64_t end,
                              bool fua);
 void sc_tickets_update(SCCache *c, uint64_t start, uint64_t end);
 void sc_tickets_fail(SCCache *c, uint64_t start, uint64_t end,
-                     uint64_t min_since, int err);
+                     uint64_t min_since, int err, bool keep_untaken);
 bool sc_tickets_want_fua(SCCache *c, uint64_t start, uint64_t end,
                          uint64_t min_since);
 void sc_tickets_free_all(SCCache *c);

@@ -17,6 +17,9 @@
  * by the store when the store has no page there, otherwise the waiting
  * bytes are copied.
  *
+ * Bytes being written around (sc-around.c) are neither read nor fetched
+ * until the write-around lands: the reader waits for it.
+ *
  * Prefetch jobs come from readahead windows, wait in a per-node queue and
  * are handed out by sc_prefetch_next() within max_fetch_per_node.  When a
  * guest read needs bytes of a prefetch job that is still queued, the read
@@ -83,7 +86,7 @@ static void fetch_job_claim(SCCache *c, SCFetchJob *job)
     SCExtent *e = sc_ext_lookup(c, pos);
 
     while (pos < job->end) {
-        uint64_t gap_end;
+        uint64_t gap_end, around_end;
         SCExtent *f;
 
         if (e && e->start <= pos) {
@@ -92,6 +95,13 @@ static void fetch_job_claim(SCCache *c, SCFetchJob *job)
             continue;
         }
         gap_end = MIN(job->end, e ? e->start : job->end);
+        around_end = sc_around_covered_end(c, pos);
+        if (around_end > pos) {
+            /* Being written around: the job's copy would be stale. */
+            pos = MIN(around_end, gap_end);
+            continue;
+        }
+        gap_end = MIN(gap_end, sc_around_next_start(c, pos));
         f = sc_ext_new(c, pos, gap_end, SC_EXT_FETCHING);
         f->fetch = job;
         sc_ext_insert(c, f);
@@ -276,7 +286,7 @@ static void read_mark_used(SCCache *c, uint64_t start, uint64_t end)
  * (jobs are expanded to whole pages).
  */
 static void read_gap_segment(SCCache *c, GArray *pieces, uint64_t start,
-                             uint64_t end)
+                             uint64_t end, bool direct)
 {
     uint64_t pos = start;
 
@@ -293,8 +303,18 @@ static void read_gap_segment(SCCache *c, GArray *pieces, uint64_t start,
             continue;
         }
         stop = MIN(end, e ? e->start : end);
+        js = sc_around_covered_end(c, pos);
+        if (js > pos) {
+            /* Written around right now: read it once that has landed. */
+            stop = MIN(stop, js);
+            piece_push(pieces, SC_PIECE_WAIT, pos, stop - pos, NULL);
+            pos = stop;
+            continue;
+        }
+        stop = MIN(stop, sc_around_next_start(c, pos));
         fetch_range(c, pos, stop, &js, &je);
-        if (!sc_make_room(c, sc_pages_spanned(c, js, je) * c->page_size,
+        if (direct ||
+            !sc_make_room(c, sc_pages_spanned(c, js, je) * c->page_size,
                           3, 0, 0, true)) {
             piece_push(pieces, SC_PIECE_DIRECT, pos, stop - pos, NULL);
             pos = stop;
@@ -390,7 +410,7 @@ GArray *sc_read(SCCache *c, uint64_t offset, uint64_t len,
             while (s < gap->end) {
                 uint64_t stop = MIN(gap->end, sc_seg_end(c, s));
 
-                read_gap_segment(c, out, s, stop);
+                read_gap_segment(c, out, s, stop, flags & SC_READ_DIRECT);
                 s = stop;
             }
             g++;
@@ -451,7 +471,14 @@ static void sc_prefetch_window(SCCache *c, uint64_t start, uint64_t end)
             e = sc_ext_next(e);
             continue;
         }
+        js = sc_around_covered_end(c, pos);
+        if (js > pos) {
+            pos = js;
+            e = sc_ext_lookup(c, pos);
+            continue;
+        }
         gap_end = MIN(MIN(end, e ? e->start : end), sc_seg_end(c, pos));
+        gap_end = MIN(gap_end, sc_around_next_start(c, pos));
         fetch_range(c, pos, gap_end, &js, &je);
         need = sc_pages_spanned(c, js, je) * c->page_size;
         if (c->prefetch_mem_bytes + need > budget ||

@@ -18,7 +18,8 @@
  * that grows smoothly with the dirty level and shrinks with the measured
  * writeback bandwidth; a write that does not fit in memory or max-dirty
  * right now is SC_WRITE_BLOCKED (and the writeback planner is put under
- * pressure); one that can never fit is SC_WRITE_BYPASS.
+ * pressure); one that can never fit is SC_WRITE_BYPASS, a write-around.
+ * A write over a write-around in flight is blocked until it lands.
  */
 #include "sc-internal.h"
 
@@ -167,7 +168,8 @@ static void write_apply(SCCache *c, uint64_t start, uint64_t end,
     sc_ext_merge_range(c, start, end);
 }
 
-void sc_invalidate(SCCache *c, uint64_t offset, uint64_t len)
+/* Drop [offset, offset + len) from the cache in every state. */
+void sc_range_drop(SCCache *c, uint64_t offset, uint64_t len)
 {
     uint64_t end = sc_range_end(offset, len);
     SCExtent *e;
@@ -222,6 +224,12 @@ SCWriteResult sc_write(SCCache *c, uint64_t offset, uint64_t len,
         goto bypass;
     }
     new_dirty = len - dirty_idle_bytes(c, offset, end);
+    if (sc_around_overlaps(c, offset, end)) {
+        /* Its writeback could land before the write-around: wait. */
+        c->stats.write_blocked_count++;
+        res.status = SC_WRITE_BLOCKED;
+        return res;
+    }
     if (!through && sc_dirty_total(c) + new_dirty > c->opts.max_dirty) {
         goto blocked;
     }
@@ -260,8 +268,8 @@ blocked:
     return res;
 
 bypass:
-    sc_invalidate(c, offset, len);
     c->stats.write_bypass_requests++;
     res.status = SC_WRITE_BYPASS;
+    res.around = sc_around_begin(c, offset, len);
     return res;
 }

@@ -71,6 +71,29 @@ uint64_t sc_wb_boundary_after(SCCache *c, uint64_t off)
     return n ? SC_CONTAINER_OF(n, SCWbJob, range_node)->start : UINT64_MAX;
 }
 
+static SCWbJob *job_of_range(SCTreeNode *n)
+{
+    return n ? SC_CONTAINER_OF(n, SCWbJob, range_node) : NULL;
+}
+
+/* Oldest obligation of the in-flight jobs overlapping [start, end). */
+uint64_t sc_wb_min_since(SCCache *c, uint64_t start, uint64_t end)
+{
+    SCWbJob *j = sc_wb_job_covering(c, start);
+    uint64_t m = UINT64_MAX;
+
+    if (!j) {
+        uint64_t next = sc_wb_boundary_after(c, start);
+
+        j = next < end ? sc_wb_job_covering(c, next) : NULL;
+    }
+    for (; j && j->start < end;
+         j = job_of_range(sc_tree_next(&j->range_node))) {
+        m = MIN(m, j->min_since);
+    }
+    return m;
+}
+
 uint64_t sc_dirty_total(const SCCache *c)
 {
     return c->dirty_bytes + c->orphan_bytes;
@@ -353,8 +376,10 @@ void sc_writeback_done(SCCache *c, uint64_t job_id, int ret,
             ? MIN(node->backoff_ns * 2, (int64_t)SC_BACKOFF_MAX_NS)
             : (int64_t)SC_BACKOFF_MIN_NS;
         node->backoff_until = now_ns + node->backoff_ns;
+        c->wb_failures++;
+        c->wb_last_error = ret;
         if (depends) {
-            sc_tickets_fail(c, start, end, job->min_since, ret);
+            sc_tickets_fail(c, start, end, job->min_since, ret, true);
         }
     }
     sc_wb_job_free(c, job);
@@ -364,6 +389,14 @@ void sc_writeback_done(SCCache *c, uint64_t job_id, int ret,
         /* cache-size was lowered: what became clean can go now */
         sc_make_room(c, 0, 0, 0, 0, true);
     }
+}
+
+uint64_t sc_writeback_failures(SCCache *c, int *last_error)
+{
+    if (last_error) {
+        *last_error = c->wb_last_error;
+    }
+    return c->wb_failures;
 }
 
 int64_t sc_next_deadline(SCCache *c, int64_t now_ns)

@@ -107,8 +107,8 @@ void sc_cache_set_disk_size(SCCache *c, uint64_t disk_size);
 /*
  * Drop everything cached (migration destination: another host may have
  * changed the nodes).  Returns 0 on success.  Returns -EBUSY and drops
- * nothing if any data is dirty or any job is in flight: dirty data is never
- * dropped by this call.
+ * nothing if any data is dirty or any job or write-around is in flight:
+ * dirty data is never dropped by this call.
  */
 int sc_cache_drop(SCCache *c);
 
@@ -119,7 +119,10 @@ int sc_cache_drop(SCCache *c);
 typedef enum SCPieceKind {
     SC_PIECE_HIT,    /* already copied into the caller's buffer */
     SC_PIECE_FETCH,  /* caller must run fetch job @job, then read again */
-    /* another fetch fills it: wait for any sc_fetch_done(), read it again */
+    /*
+     * another fetch fills it, or a write-around replaces it: wait for any
+     * sc_fetch_done() or sc_around_end(), then read it again
+     */
     SC_PIECE_WAIT,
     /* no memory now: the caller reads it from the nodes into its buffer */
     SC_PIECE_DIRECT,
@@ -150,6 +153,12 @@ enum {
      * readahead detector and not counted again in the hit/miss stats.
      */
     SC_READ_RETRY = 1 << 0,
+    /*
+     * Fetch nothing: absent bytes come back as SC_PIECE_DIRECT (for a
+     * reader whose fetched data keeps being evicted before it reads it).
+     * Cached bytes are still copied and bytes in transition still wait.
+     */
+    SC_READ_DIRECT = 1 << 1,
 };
 
 /*
@@ -189,6 +198,7 @@ void sc_fetch_done(SCCache *c, uint64_t job_id, int ret, int64_t now_ns);
  */
 
 typedef struct SCFlush SCFlush;
+typedef struct SCAround SCAround;
 
 typedef enum SCWriteStatus {
     /* Absorbed as dirty data: complete the guest write after delay_ns. */
@@ -201,16 +211,17 @@ typedef enum SCWriteStatus {
      */
     SC_WRITE_THROUGH,
     /*
-     * Not absorbed: dirty data is at max-dirty or memory is full.  Wait for
-     * a writeback completion and call sc_write() again.
+     * Not absorbed: dirty data is at max-dirty, memory is full, or a
+     * write-around of an overlapping range is on its way to the nodes.
+     * Wait for a writeback or write-around completion and call sc_write()
+     * again.
      */
     SC_WRITE_BLOCKED,
     /*
      * Not absorbed: the request can never fit (larger than max-dirty or the
      * cache), or nothing can free memory for it now.  The cached copy of
-     * the range was dropped.  The caller writes it to the nodes itself
-     * once sc_range_busy() is false, then calls sc_invalidate() on the
-     * range (see there).
+     * the range was dropped and a write-around @around begun: the caller
+     * writes the range to the nodes itself (see sc_around_begin()).
      */
     SC_WRITE_BYPASS,
 } SCWriteStatus;
@@ -219,6 +230,7 @@ typedef struct SCWriteResult {
     SCWriteStatus status;
     int64_t delay_ns;   /* SC_WRITE_DONE: pacing delay, 0 below target */
     SCFlush *wait;      /* SC_WRITE_THROUGH: ticket to wait on */
+    SCAround *around;   /* SC_WRITE_BYPASS: the write-around begun */
 } SCWriteResult;
 
 /* Flags for sc_write() */
@@ -237,23 +249,50 @@ SCWriteResult sc_write(SCCache *c, uint64_t offset, uint64_t len,
                        size_t iov_offset, unsigned flags, int64_t now_ns);
 
 /*
- * Discard or write-zeroes of [@offset, @offset + @len): drop the cached
- * range in every state (the guest replaces it), without copying data, and
- * cancel pending fetches for it.  The caller then sends the request to the
- * nodes, but only once sc_range_busy() is false, so that no older writeback
- * lands after it.
+ * Write-around: discard, write-zeroes and writes that bypass the cache.
  *
- * When that node request has completed, the caller calls sc_invalidate()
- * on the range once more (also after an SC_WRITE_BYPASS write): a read
- * that started a fetch while the request was on its way may have read the
- * old node data, and only the second call keeps it from becoming clean
- * cached data.  The core cannot do it alone: it never sees the caller's
- * direct node IO complete.
+ * The caller's protocol:
+ *   1. sc_around_begin() drops the cached range in every state (the guest
+ *      replaces it) without copying data and cancels pending fetches.
+ *   2. Wait until sc_around_ready(): no older writeback job overlapping
+ *      the range is in flight any more, so none can land after it.
+ *   3. Send the request to the nodes.
+ *   4. sc_around_end() with its result.
+ *
+ * Until the end, the range is in transition: reads of it wait
+ * (SC_PIECE_WAIT) and fetch nothing, so no reader sees node data older
+ * than what was dropped; writes to it are SC_WRITE_BLOCKED; a flush ticket
+ * that wanted the dropped dirty data stays pending, because that data is
+ * superseded only once the replacement is on the nodes.  A failed
+ * write-around fails those tickets with its error (the guest's own
+ * request reports it too, so it is never kept for a later flush).
  */
-void sc_invalidate(SCCache *c, uint64_t offset, uint64_t len);
+SCAround *sc_around_begin(SCCache *c, uint64_t offset, uint64_t len);
+bool sc_around_ready(SCCache *c, SCAround *a);
+void sc_around_end(SCCache *c, SCAround *a, int ret);
 
-/* True while a writeback job overlapping the range is in flight. */
-bool sc_range_busy(SCCache *c, uint64_t offset, uint64_t len);
+/*
+ * Block status
+ */
+
+typedef enum SCStatus {
+    /* The nodes hold what a read returns: their answer is the truth. */
+    SC_STATUS_NODES,
+    /*
+     * The cache holds newer data (dirty, under writeback) or the range is
+     * in transition (being fetched, written around, or written back after
+     * the cache dropped it): report it as data, never as a hole or zeroes.
+     */
+    SC_STATUS_DATA,
+} SCStatus;
+
+/*
+ * Status of the byte at @offset; *@pnum gets the length of the run from
+ * @offset (at most @len, at least 1 when @len is) in which every byte has
+ * the same status.  O(log n + k) for the k extents and jobs in the run.
+ */
+SCStatus sc_block_status(SCCache *c, uint64_t offset, uint64_t len,
+                         uint64_t *pnum);
 
 /*
  * Writeback
@@ -279,6 +318,15 @@ void sc_writeback_done(SCCache *c, uint64_t job_id, int ret,
                        int64_t now_ns);
 
 /*
+ * Failed writeback jobs so far, and the errno of the last one in
+ * *@last_error (when not NULL).  A writer blocked at max-dirty compares it
+ * before and after a wait: a failure meanwhile means its write cannot be
+ * absorbed until the node recovers, and it fails with that error (QEMU's
+ * werror= policy then applies) rather than wait for ever.
+ */
+uint64_t sc_writeback_failures(SCCache *c, int *last_error);
+
+/*
  * Earliest time at which sc_writeback_next() may return a job that it does
  * not return now (age-based writeback, retry backoff), or INT64_MAX.
  */
@@ -292,8 +340,11 @@ int64_t sc_next_deadline(SCCache *c, int64_t now_ns);
  * Start a flush of everything dirty now.  A flush completes once every
  * byte dirty at its start has been written back successfully at least once
  * since (newer data in its place is fine); writes during the flush do not
- * delay it.  @from_guest: a guest flush ends writethrough-until-flush.
- * A pending writeback error is reported by this flush.
+ * delay it.  @from_guest: a guest flush ends writethrough-until-flush
+ * and reports a writeback error that no ticket took (sticky).  Internal
+ * flushes (resize, reopen, close, migration) leave that error for the
+ * guest's next flush: they fail only for failures of the writeback they
+ * wait for.
  */
 SCFlush *sc_flush_begin(SCCache *c, bool from_guest);
 

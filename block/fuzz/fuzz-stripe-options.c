@@ -348,13 +348,16 @@ static void check_memory(Run *r)
                st.dirty_bytes, st.clean_bytes, st.memory_bytes);
 }
 
-/* The bypass path of the glue: write the nodes once no writeback runs. */
-static void write_nodes(Run *r, uint64_t off, uint64_t len,
+/*
+ * The write-around path of the glue: write the nodes once no older
+ * writeback runs over the range.
+ */
+static void write_nodes(Run *r, SCAround *a, uint64_t off, uint64_t len,
                         const uint8_t *data)
 {
     int round;
 
-    for (round = 0; sc_range_busy(r->c, r->base + off, len); round++) {
+    for (round = 0; !sc_around_ready(r->c, a); round++) {
         fuzz_check(round < MAX_ROUNDS && run_writeback(r), "range busy, "
                    "no writeback job");
     }
@@ -365,7 +368,7 @@ static void write_nodes(Run *r, uint64_t off, uint64_t len,
         memset(r->disk + off, 0, len);
         memset(r->exp + off, 0, len);
     }
-    sc_invalidate(r->c, r->base + off, len);
+    sc_around_end(r->c, a, 0);
 }
 
 static void do_write(Run *r, uint64_t off, uint64_t len, unsigned flags)
@@ -400,7 +403,7 @@ static void do_write(Run *r, uint64_t off, uint64_t len, unsigned flags)
             }
             break;
         case SC_WRITE_BYPASS:
-            write_nodes(r, off, len, r->buf);
+            write_nodes(r, res.around, off, len, r->buf);
             return;
         default:
             fuzz_check(false, "write status %d", res.status);
@@ -554,8 +557,8 @@ static void run_op(Run *r, FuzzInput *in)
         do_flush(r);
         break;
     case OP_DISCARD:
-        sc_invalidate(r->c, r->base + off, len);
-        write_nodes(r, off, len, NULL);
+        write_nodes(r, sc_around_begin(r->c, r->base + off, len), off, len,
+                    NULL);
         break;
     case OP_TICK:
         r->now += (int64_t)(a % 4000) * 1000000;

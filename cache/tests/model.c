@@ -14,8 +14,16 @@
  *   - after a flush ticket succeeds, every byte is on the nodes in the
  *     version it had when the flush began, or newer; after a write-through
  *     ticket, the write's bytes are;
- *   - a writeback failure is reported to some ticket before a flush begun
- *     after it can succeed;
+ *   - a writeback failure is reported to some guest ticket before a guest
+ *     flush begun after it can succeed, and an internal flush fails only
+ *     for failures while it waits (it never takes the guest's error);
+ *   - write-arounds (discard, write-zeroes, bypass writes) land on the
+ *     nodes some operations after they begin; a flush that wanted the
+ *     dirty data they dropped does not succeed before they land, and
+ *     reads of their range never see node data older than what they
+ *     dropped;
+ *   - block status calls a byte "ask the nodes" only when the nodes hold
+ *     exactly what the guest reads there;
  *   - memory never exceeds cache-size and writers never push dirty data
  *     over cache-max-dirty; jobs respect stripe units, alignment, the disk
  *     end and the per-node limits;
@@ -55,6 +63,8 @@ typedef struct MRead {
 typedef struct MTicket {
     SCFlush *f;
     bool ranged;
+    bool guest;                 /* global: a guest flush */
+    uint64_t any_mark;          /* any failures before it began */
     uint64_t start;
     uint64_t end;
     uint32_t ver;               /* ranged: version of the write */
@@ -62,6 +72,14 @@ typedef struct MTicket {
     uint64_t snap_len;
     uint64_t fail_mark;         /* relevant failures before it began */
 } MTicket;
+
+/* A write-around begun but not landed yet. */
+typedef struct MAround {
+    SCAround *a;
+    uint64_t off;
+    uint64_t len;
+    uint8_t *data;              /* NULL: zeroes */
+} MAround;
 
 typedef struct Model {
     ModelConfig cfg;
@@ -75,8 +93,9 @@ typedef struct Model {
     GPtrArray *jobs;
     GPtrArray *reads;
     GPtrArray *tickets;
+    GPtrArray *arounds;         /* MAround */
     int64_t now;
-    uint64_t fetch_completions;
+    uint64_t fetch_completions; /* and write-arounds landed */
     uint64_t failures;          /* writeback failures the guest must see */
     uint64_t any_failures;
     uint64_t unreported_from;   /* first unreported failure, 0 = none */
@@ -246,6 +265,7 @@ static const char *const op_names[MOP__MAX] = {
     [MOP_WB_ISSUE] = "wb", [MOP_PF_ISSUE] = "pf",
     [MOP_COMPLETE] = "complete", [MOP_TICK] = "tick", [MOP_RETRY] = "retry",
     [MOP_RECONF] = "reconf", [MOP_DROP] = "drop", [MOP_RESIZE] = "resize",
+    [MOP_AROUND] = "around", [MOP_STATUS] = "status",
 };
 
 char *model_format_op(const ModelOp *op)
@@ -302,7 +322,7 @@ void model_gen_ops(uint64_t seed, const ModelConfig *cfg, ModelOp *ops,
 {
     /* per mille, in ModelOpKind order */
     static const unsigned weights[MOP__MAX] = {
-        220, 190, 20, 45, 15, 15, 125, 60, 215, 45, 40, 3, 5, 2,
+        205, 190, 20, 45, 15, 15, 125, 60, 175, 45, 40, 3, 5, 2, 30, 25,
     };
     uint64_t rs = seed;
     GenCursor cur[3];
@@ -352,6 +372,7 @@ void model_gen_ops(uint64_t seed, const ModelConfig *cfg, ModelOp *ops,
         case MOP_WRITE_FUA:
         case MOP_DISCARD:
         case MOP_ZERO:
+        case MOP_STATUS:
             op->a = model_rand(&rs) % cfg->disk_size;
             op->b = gen_len(&rs, cfg);
             break;
@@ -654,8 +675,11 @@ static bool retry_read(Model *m, MRead *r, bool *finished)
     for (i = 0; i < old->len; i++) {
         SCPiece *p = &g_array_index(old, SCPiece, i);
         struct iovec iov = { r->buf + (p->offset - r->off), p->len };
+        /* now and then as a reader starved by evictions would */
+        unsigned flags = SC_READ_RETRY |
+                         (r->retries % 4 == 3 ? SC_READ_DIRECT : 0);
         GArray *pieces = sc_read(m->c, p->offset, p->len, &iov, 1, 0,
-                                 SC_READ_RETRY, m->now);
+                                 flags, m->now);
         bool ok = read_pieces(m, r, p->offset, p->len,
                               r->buf + (p->offset - r->off), pieces,
                               r->retries);
@@ -723,6 +747,11 @@ static bool ticket_done(Model *m, MTicket *t, int st)
     if (st < 0) {
         MCHECK(m, st == -EIO, "ticket failed with %d", st);
         MCHECK(m, m->any_failures, "ticket failed without any failure");
+        if (!t->ranged && !t->guest) {
+            MCHECK(m, m->any_failures > t->any_mark, "an internal flush "
+                   "took an error from before it began (the guest's)");
+            return true;
+        }
         m->unreported_from = 0;
         return true;
     }
@@ -733,7 +762,8 @@ static bool ticket_done(Model *m, MTicket *t, int st)
         }
         return true;
     }
-    if (m->unreported_from && t->fail_mark >= m->unreported_from) {
+    if (t->guest && m->unreported_from &&
+        t->fail_mark >= m->unreported_from) {
         MCHECK(m, false, "a writeback error was never reported");
     }
     if (t->snap) {
@@ -773,6 +803,8 @@ static MTicket *add_ticket(Model *m, SCFlush *f)
 
     t->f = f;
     t->fail_mark = m->failures;
+    t->any_mark = m->any_failures;
+    t->guest = true;
     g_ptr_array_add(m->tickets, t);
     return t;
 }
@@ -838,10 +870,66 @@ static bool complete_job(Model *m, guint idx, bool fail)
     return true;
 }
 
-/* Complete writeback jobs overlapping [off, end) until none is left. */
-static bool wait_range_idle(Model *m, uint64_t off, uint64_t len,
-                            uint32_t sel)
+static void maround_free(gpointer p)
 {
+    MAround *a = p;
+
+    g_free(a->data);
+    g_free(a);
+}
+
+/* Write-around @idx lands on the nodes, or fails. */
+static bool complete_around(Model *m, guint idx, bool fail)
+{
+    MAround *a = g_ptr_array_steal_index(m->arounds, idx);
+    /*
+     * Versioned when it lands: of two overlapping write-arounds in flight
+     * the nodes keep whichever lands last, as they would.
+     */
+    uint32_t ver = ++m->ver;
+    uint64_t b;
+
+    for (b = a->off; b < a->off + a->len && b < m->disk_size; b++) {
+        if (!fail) {
+            m->disk[b] = a->data ? a->data[b - a->off] : 0;
+            m->disk_ver[b] = ver;
+        }
+        /* a failed write leaves what the nodes have */
+        m->exp[b] = m->disk[b];
+        m->exp_ver[b] = m->disk_ver[b];
+    }
+    if (fail) {
+        /* the guest's request fails: nothing to report at a flush */
+        m->any_failures++;
+    }
+    sc_around_end(m->c, a->a, fail ? -EIO : 0);
+    m->fetch_completions++;
+    maround_free(a);
+    return true;
+}
+
+static bool do_around(Model *m, const ModelOp *op)
+{
+    bool fail;
+
+    if (!m->arounds->len) {
+        return true;
+    }
+    fail = m->inject && op->b % 1000 < m->cfg.wb_fail_permille;
+    return complete_around(m, op->a % m->arounds->len, fail) &&
+           do_retry(m, op->c, false);
+}
+
+/*
+ * Send write-around @a of [off, off + len) with @data (NULL: zeroes), as
+ * the glue does for bypass writes, discard and write-zeroes: complete the
+ * overlapping writeback jobs it waits for, then leave it in flight until
+ * an MOP_AROUND lands it (or land it at once, sometimes).
+ */
+static bool start_around(Model *m, SCAround *a, uint64_t off, uint64_t len,
+                         const uint8_t *data, uint32_t sel)
+{
+    MAround *ma;
     guint i;
 
     for (i = 0; i < m->jobs->len; i++) {
@@ -852,7 +940,7 @@ static bool wait_range_idle(Model *m, uint64_t off, uint64_t len,
             j->touched = true;
         }
     }
-    while (sc_range_busy(m->c, off, len)) {
+    while (!sc_around_ready(m->c, a)) {
         bool found = false;
 
         for (i = 0; i < m->jobs->len; i++) {
@@ -870,31 +958,29 @@ static bool wait_range_idle(Model *m, uint64_t off, uint64_t len,
                 break;
             }
         }
-        MCHECK(m, found, "range busy without an overlapping job");
+        MCHECK(m, found, "write-around not ready without an overlapping "
+               "job");
+    }
+    ma = g_new0(MAround, 1);
+    ma->a = a;
+    ma->off = off;
+    ma->len = len;
+    ma->data = data ? g_memdup2(data, len) : NULL;
+    g_ptr_array_add(m->arounds, ma);
+    if (sel % 4 == 0) {
+        return complete_around(m, m->arounds->len - 1, false);
     }
     return true;
 }
 
-/*
- * Write @data at [off, off + len) to the nodes directly, as the glue does
- * for bypass writes, discard and write-zeroes.
- */
-static bool direct_write(Model *m, uint64_t off, uint64_t len,
-                         const uint8_t *data, uint32_t ver, uint32_t sel)
+/* Land every write-around (no failures). */
+static bool drain_arounds(Model *m)
 {
-    uint64_t b;
-
-    if (!wait_range_idle(m, off, len, sel)) {
-        return false;
+    while (m->arounds->len) {
+        if (!complete_around(m, 0, false)) {
+            return false;
+        }
     }
-    for (b = off; b < off + len; b++) {
-        m->disk[b] = data ? data[b - off] : 0;
-        m->disk_ver[b] = ver;
-        m->exp[b] = m->disk[b];
-        m->exp_ver[b] = ver;
-    }
-    /* second invalidate: drops what a concurrent read cached meanwhile */
-    sc_invalidate(m->c, off, len);
     return true;
 }
 
@@ -963,7 +1049,7 @@ static bool do_write(Model *m, const ModelOp *op, bool fua)
         }
         break;
     case SC_WRITE_BYPASS:
-        ok = direct_write(m, off, len, data, ver, op->c);
+        ok = start_around(m, res.around, off, len, data, op->c);
         break;
     default:
         model_fail(m, "bad write status %d", res.status);
@@ -979,13 +1065,61 @@ static bool do_discard(Model *m, const ModelOp *op)
     if (!clamp_range(m, op->a, op->b, &off, &len)) {
         return true;
     }
-    sc_invalidate(m->c, off, len);
-    return direct_write(m, off, len, NULL, ++m->ver, op->c);
+    return start_around(m, sc_around_begin(m->c, off, len), off, len, NULL,
+                        op->c);
+}
+
+/*
+ * Block status: "ask the nodes" only where they hold exactly what the
+ * guest reads; runs tile the range.
+ */
+static bool check_status(Model *m, uint64_t off, uint64_t len)
+{
+    uint64_t pos = off, end = off + len, pnum, b;
+    guint i;
+
+    while (pos < end) {
+        SCStatus st = sc_block_status(m->c, pos, end - pos, &pnum);
+
+        MCHECK(m, pnum >= 1 && pnum <= end - pos, "block status at %"
+               PRIu64 " gave a run of %" PRIu64 " bytes", pos, pnum);
+        if (st == SC_STATUS_NODES) {
+            for (b = pos; b < pos + pnum; b++) {
+                MCHECK(m, m->disk_ver[b] == m->exp_ver[b], "block status "
+                       "sends byte %" PRIu64 " to the nodes, which have v%u"
+                       " while the guest wrote v%u", b, m->disk_ver[b],
+                       m->exp_ver[b]);
+            }
+            for (i = 0; i < m->arounds->len; i++) {
+                MAround *a = g_ptr_array_index(m->arounds, i);
+
+                MCHECK(m, a->off >= pos + pnum || pos >= a->off + a->len,
+                       "block status sends [%" PRIu64 ", +%" PRIu64 ") to "
+                       "the nodes while it is written around", pos, pnum);
+            }
+        } else {
+            MCHECK(m, st == SC_STATUS_DATA, "bad block status %d", st);
+        }
+        pos += pnum;
+    }
+    return true;
+}
+
+static bool do_status(Model *m, const ModelOp *op)
+{
+    uint64_t off, len;
+
+    if (!clamp_range(m, op->a, op->b, &off, &len)) {
+        return true;
+    }
+    return check_status(m, off, len);
 }
 
 static bool do_flush(Model *m, const ModelOp *op)
 {
     MTicket *t = add_ticket(m, sc_flush_begin(m->c, op->a % 8 != 0));
+
+    t->guest = op->a % 8 != 0;
 
     if (m->disk_size <= 32 * SC_KiB || op->b % 16 == 0) {
         t->snap = m->spare_snaps->len
@@ -1130,7 +1264,7 @@ static bool do_drop(Model *m)
     int r;
 
     sc_cache_get_stats(m->c, &st);
-    busy = m->jobs->len || st.dirty_bytes;
+    busy = m->jobs->len || st.dirty_bytes || m->arounds->len;
     r = sc_cache_drop(m->c);
     sc_cache_get_stats(m->c, &st);
     MCHECK(m, (r == -EBUSY) == busy, "drop returned %d, busy %d", r, busy);
@@ -1161,7 +1295,8 @@ static bool do_resize(Model *m, const ModelOp *op)
     uint32_t ver = ++m->ver;
     guint i = 0;
 
-    if (!drain_jobs(m, op->b)) {
+    /* QEMU serialises a resize with the requests it cuts off */
+    if (!drain_arounds(m) || !drain_jobs(m, op->b)) {
         return false;
     }
     size = sc_round_down(half + op->a % (half + 1), m->cfg.geo.align);
@@ -1239,6 +1374,10 @@ static bool run_op(Model *m, const ModelOp *op)
         return do_drop(m);
     case MOP_RESIZE:
         return do_resize(m, op);
+    case MOP_AROUND:
+        return do_around(m, op);
+    case MOP_STATUS:
+        return do_status(m, op);
     }
     return true;
 }
@@ -1255,7 +1394,8 @@ static bool drain(Model *m)
     m->inject = false;
     m->op_index = SIZE_MAX;
     for (rounds = 0; rounds < 100000; rounds++) {
-        if (!drain_jobs(m, 0) || !do_retry(m, 0, true)) {
+        if (!drain_arounds(m) || !drain_jobs(m, 0) ||
+            !do_retry(m, 0, true)) {
             return false;
         }
         while (sc_prefetch_next(m->c, &job)) {
@@ -1285,6 +1425,14 @@ static bool drain(Model *m)
         MCHECK(m, m->disk[b] == m->exp[b], "byte %" PRIu64 " lost: node "
                "has v%u, guest wrote v%u", b, m->disk_ver[b],
                m->exp_ver[b]);
+    }
+    if (m->disk_size) {
+        uint64_t pnum;
+
+        /* a clean cache sends every byte to the nodes, in one answer */
+        MCHECK(m, sc_block_status(m->c, 0, m->disk_size, &pnum) ==
+               SC_STATUS_NODES && pnum == m->disk_size,
+               "block status of a clean cache is not the nodes'");
     }
     MCHECK(m, sc_cache_drop(m->c) == 0, "drop of a clean cache refused");
     return check_invariants(m, true);
@@ -1320,6 +1468,7 @@ bool model_run(const ModelConfig *cfg, const ModelOp *ops, size_t n,
     m.jobs = g_ptr_array_new_with_free_func(mjob_free);
     m.reads = g_ptr_array_new_with_free_func(mread_free);
     m.tickets = g_ptr_array_new();
+    m.arounds = g_ptr_array_new_with_free_func(maround_free);
     m.inject = true;
 
     for (i = 0; i < n && ok; i++) {
@@ -1354,6 +1503,13 @@ bool model_run(const ModelConfig *cfg, const ModelOp *ops, size_t n,
     }
     g_ptr_array_unref(m.jobs);
     g_ptr_array_unref(m.reads);
+    while (m.arounds->len) {
+        MAround *a = g_ptr_array_steal_index(m.arounds, 0);
+
+        sc_around_end(m.c, a->a, -EIO);
+        maround_free(a);
+    }
+    g_ptr_array_unref(m.arounds);
     sc_cache_free(m.c);
     g_free(m.exp);
     g_free(m.disk);

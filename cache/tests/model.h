@@ -31,6 +31,8 @@ typedef enum ModelOpKind {
     MOP_RECONF,
     MOP_DROP,
     MOP_RESIZE,
+    MOP_AROUND,     /* a write-around (discard, zero, bypass) lands */
+    MOP_STATUS,     /* block status of a range */
     MOP__MAX,
 } ModelOpKind;
 

@@ -666,6 +666,8 @@ static void test_bypass(void)
     read_all(&f, 100 * KiB, 4096, buf);
     r = wr(&f, 0, 600 * KiB, 1, 0, 0);      /* > max-dirty */
     sc_assert_cmpi(r.status, ==, SC_WRITE_BYPASS);
+    sc_assert(sc_around_ready(f.c, r.around));
+    sc_around_end(f.c, r.around, 0);
     /* the cached copy inside is gone */
     p = rd(&f, 100 * KiB, 4096, buf, 0);
     sc_assert_cmpi(g_array_index(p, SCPiece, 0).kind, ==, SC_PIECE_FETCH);
@@ -682,12 +684,14 @@ static void test_bypass(void)
     sc_flush_release(f.c, r.wait);
     r = wr(&f, 0, 2 * MiB, 1, 0, 0);
     sc_assert_cmpi(r.status, ==, SC_WRITE_BYPASS);
+    sc_around_end(f.c, r.around, 0);
     fix_end(&f);
 }
 
 /* A fetch never makes stale node data clean. */
 static void test_fetch_loses_to_write_and_invalidate(void)
 {
+    SCAround *a;
     Fix f;
     uint8_t buf[16384];
     GArray *p;
@@ -699,9 +703,10 @@ static void test_fetch_loses_to_write_and_invalidate(void)
     job = g_array_index(p, SCPiece, 0).job;
     g_array_unref(p);
     wr(&f, 4096, 100, 0xEE, 0, 0);          /* write during the fetch */
-    sc_invalidate(f.c, 8192, 4096);         /* discard during the fetch */
+    a = sc_around_begin(f.c, 8192, 4096);   /* discard during the fetch */
     memset(f.node + 8192, 0, 4096);         /* ... which the node did */
     run_fetch(&f, &job, 0);
+    sc_around_end(f.c, a, 0);
     read_all(&f, 0, 16384, buf);
     sc_assert_mem(buf, f.node, 4096);
     assert_bytes(buf + 4096, 100, 0xEE);
@@ -727,10 +732,12 @@ static void test_failed_fetch(void)
     fix_end(&f);
 }
 
-static void test_invalidate(void)
+/* Write-around of data under writeback: sent only once the job is done. */
+static void test_around_waits_for_writeback(void)
 {
     Fix f;
     SCFlush *fl;
+    SCAround *a;
     SCJob j;
     SCStats st;
 
@@ -739,23 +746,211 @@ static void test_invalidate(void)
     wr(&f, 0, 8192, 1, 0, 0);
     fl = sc_flush_begin(f.c, true);
     sc_assert(sc_writeback_next(f.c, 0, &j));
-    /* a discard of data under writeback: wait for the job */
-    sc_invalidate(f.c, 0, 8192);
+    a = sc_around_begin(f.c, 0, 8192);
     sc_cache_get_stats(f.c, &st);
     sc_assert_cmpu(st.extents, ==, 0);
     sc_assert_cmpu(st.dirty_bytes, ==, 8192);   /* still in flight */
-    sc_assert(sc_range_busy(f.c, 4096, 1));
+    sc_assert(!sc_around_ready(f.c, a));
     sc_assert_cmpi(sc_flush_status(f.c, fl), ==, 1);
     run_wb(&f, &j, 0, 0);
-    sc_assert(!(sc_range_busy(f.c, 0, 8192)));
+    sc_assert(sc_around_ready(f.c, a));
+    /* the dropped data is superseded only when the write-around lands */
+    sc_assert_cmpi(sc_flush_status(f.c, fl), ==, 1);
+    sc_around_end(f.c, a, 0);
     sc_assert_cmpi(sc_flush_status(f.c, fl), ==, 0);
     sc_flush_release(f.c, fl);
-    /* a discard of dirty data satisfies a flush waiting for it */
+    fix_end(&f);
+}
+
+/*
+ * A discard of dirty data: a flush that wanted the data completes only
+ * once the discard is on the nodes (before, a crash would leave the data
+ * from before the dirty write), and fails if the discard fails.  The
+ * failure is the discard's own: it is not kept for a later flush.
+ */
+static void test_around_flush_obligation(void)
+{
+    Fix f;
+    SCFlush *fl, *later, *after;
+    SCAround *a;
+
+    fix_opts(&f);
+    fix_start(&f);
     wr(&f, 0, 8192, 1, 0, 0);
     fl = sc_flush_begin(f.c, true);
-    sc_invalidate(f.c, 0, 8192);
+    a = sc_around_begin(f.c, 0, 8192);
+    later = sc_flush_begin(f.c, true);
+    sc_assert(sc_around_ready(f.c, a));
+    sc_assert_cmpi(sc_flush_status(f.c, fl), ==, 1);
+    sc_assert_cmpi(sc_flush_status(f.c, later), ==, 1);
+    sc_around_end(f.c, a, 0);
     sc_assert_cmpi(sc_flush_status(f.c, fl), ==, 0);
+    sc_assert_cmpi(sc_flush_status(f.c, later), ==, 0);
     sc_flush_release(f.c, fl);
+    sc_flush_release(f.c, later);
+
+    wr(&f, 0, 8192, 2, 0, 0);
+    fl = sc_flush_begin(f.c, true);
+    a = sc_around_begin(f.c, 4096, 8192);
+    sc_around_end(f.c, a, -EIO);
+    sc_assert_cmpi(sc_flush_status(f.c, fl), ==, -EIO);
+    sc_flush_release(f.c, fl);
+    /* [0, 4096) is still dirty; the failure is not sticky */
+    after = sc_flush_begin(f.c, true);
+    sc_assert_cmpi(sc_flush_status(f.c, after), ==, 1);
+    drain_wb(&f, 0);
+    sc_assert_cmpi(sc_flush_status(f.c, after), ==, 0);
+    sc_flush_release(f.c, after);
+    /* a write-around over clean data is no obligation */
+    fl = sc_flush_begin(f.c, true);
+    a = sc_around_begin(f.c, 0, 4096);
+    sc_assert_cmpi(sc_flush_status(f.c, fl), ==, 0);
+    sc_around_end(f.c, a, -EIO);
+    sc_flush_release(f.c, fl);
+    fix_end(&f);
+}
+
+/* While a write-around is in flight, readers wait and writers block. */
+static void test_around_blocks_readers_and_writers(void)
+{
+    Fix f;
+    uint8_t buf[16384];
+    SCWriteResult r;
+    SCAround *a;
+    GArray *p;
+    SCPiece *pc;
+
+    fix_opts(&f);
+    fix_start(&f);
+    wr(&f, 8192, 4096, 7, 0, 0);
+    a = sc_around_begin(f.c, 8192, 4096);
+    p = rd(&f, 0, 16384, buf, 0);
+    sc_assert_cmpu(p->len, ==, 3);
+    pc = &g_array_index(p, SCPiece, 0);
+    sc_assert_cmpi(pc->kind, ==, SC_PIECE_FETCH);
+    /* the fetch job may span the page, it claims none of the range */
+    sc_assert_cmpu(pc->job.offset + pc->job.len, <=, 8192);
+    pc = &g_array_index(p, SCPiece, 1);
+    sc_assert_cmpi(pc->kind, ==, SC_PIECE_WAIT);
+    sc_assert_cmpu(pc->offset, ==, 8192);
+    sc_assert_cmpu(pc->len, ==, 4096);
+    sc_assert_cmpi(g_array_index(p, SCPiece, 2).kind, ==, SC_PIECE_FETCH);
+    run_fetch(&f, &g_array_index(p, SCPiece, 0).job, 0);
+    run_fetch(&f, &g_array_index(p, SCPiece, 2).job, 0);
+    g_array_unref(p);
+    r = wr(&f, 10000, 100, 9, 0, 0);
+    sc_assert_cmpi(r.status, ==, SC_WRITE_BLOCKED);
+    r = wr(&f, 12288, 100, 9, 0, 0);        /* next to it: fine */
+    sc_assert_cmpi(r.status, ==, SC_WRITE_DONE);
+    sc_assert_cmpi(sc_block_status(f.c, 8000, 100, &(uint64_t){0}), ==,
+                   SC_STATUS_NODES);
+    memset(f.node + 8192, 0, 4096);
+    sc_around_end(f.c, a, 0);
+    read_all(&f, 8192, 4096, buf);
+    assert_bytes(buf, 4096, 0);
+    r = wr(&f, 10000, 100, 9, 0, 0);
+    sc_assert_cmpi(r.status, ==, SC_WRITE_DONE);
+    fix_end(&f);
+}
+
+/*
+ * Block status: dirty, under writeback, fetching and written-around bytes
+ * are data; clean and absent bytes are the nodes' to answer.
+ */
+static void test_block_status(void)
+{
+    Fix f;
+    uint8_t buf[4096];
+    uint64_t n;
+    SCAround *a;
+    GArray *p;
+    SCJob j;
+
+    fix_opts(&f);
+    f.o.target_dirty = 0;
+    fix_start(&f);
+    sc_assert_cmpi(sc_block_status(f.c, 0, 16 * MiB, &n), ==,
+                   SC_STATUS_NODES);
+    sc_assert_cmpu(n, ==, 16 * MiB);
+    wr(&f, 4096, 100, 1, 0, 0);
+    sc_assert_cmpi(sc_block_status(f.c, 0, 1 * MiB, &n), ==,
+                   SC_STATUS_NODES);
+    sc_assert_cmpu(n, ==, 4096);
+    sc_assert_cmpi(sc_block_status(f.c, 4096, 1 * MiB, &n), ==,
+                   SC_STATUS_DATA);
+    sc_assert_cmpu(n, ==, 100);
+    sc_assert_cmpi(sc_block_status(f.c, 4196, 1 * MiB, &n), ==,
+                   SC_STATUS_NODES);
+    sc_assert_cmpu(n, ==, 1 * MiB);
+    /* under writeback, then overwritten, then clean */
+    sc_assert(sc_writeback_next(f.c, 0, &j));
+    sc_assert_cmpi(sc_block_status(f.c, 4096, 100, &n), ==, SC_STATUS_DATA);
+    a = sc_around_begin(f.c, 4096, 50);     /* a discard drops half */
+    sc_assert_cmpi(sc_block_status(f.c, 4096, 1000, &n), ==,
+                   SC_STATUS_DATA);
+    sc_assert_cmpu(n, ==, 100);             /* around, then the job */
+    run_wb(&f, &j, 0, 0);
+    sc_assert_cmpi(sc_block_status(f.c, 4096, 1000, &n), ==,
+                   SC_STATUS_DATA);
+    sc_assert_cmpu(n, ==, 50);
+    sc_around_end(f.c, a, 0);
+    sc_assert_cmpi(sc_block_status(f.c, 4096, 1000, &n), ==,
+                   SC_STATUS_NODES);
+    sc_assert_cmpu(n, ==, 1000);
+    /* a fetch in flight */
+    p = rd(&f, 64 * KiB, 4096, buf, 0);
+    sc_assert_cmpi(sc_block_status(f.c, 60 * KiB, 1 * MiB, &n), ==,
+                   SC_STATUS_NODES);
+    sc_assert_cmpu(n, ==, 4096);
+    sc_assert_cmpi(sc_block_status(f.c, 64 * KiB, 1 * MiB, &n), ==,
+                   SC_STATUS_DATA);
+    sc_assert_cmpu(n, ==, 4096);
+    run_fetch(&f, &g_array_index(p, SCPiece, 0).job, 0);
+    g_array_unref(p);
+    sc_assert_cmpi(sc_block_status(f.c, 0, 16 * MiB, &n), ==,
+                   SC_STATUS_NODES);
+    sc_assert_cmpu(n, ==, 16 * MiB);
+    fix_end(&f);
+}
+
+/*
+ * An internal flush (resize, reopen, close) never takes the error that the
+ * guest's next flush must see; it fails only for what it waits for.
+ */
+static void test_sticky_error_internal_flush(void)
+{
+    Fix f;
+    SCFlush *fi, *fg;
+    SCJob j;
+    int err = 0;
+
+    fix_opts(&f);
+    f.o.target_dirty = 0;
+    fix_start(&f);
+    sc_assert_cmpu(sc_writeback_failures(f.c, &err), ==, 0);
+    wr(&f, 0, 4096, 1, 0, 0);
+    sc_assert(sc_writeback_next(f.c, 0, &j));
+    run_wb(&f, &j, -EIO, 0);
+    sc_assert_cmpu(sc_writeback_failures(f.c, &err), ==, 1);
+    sc_assert_cmpi(err, ==, -EIO);
+    drain_wb(&f, SC_BACKOFF_MAX_NS);
+    fi = sc_flush_begin(f.c, false);
+    sc_assert_cmpi(sc_flush_status(f.c, fi), ==, 0);
+    fg = sc_flush_begin(f.c, true);
+    sc_assert_cmpi(sc_flush_status(f.c, fg), ==, -EIO);
+    sc_flush_release(f.c, fi);
+    sc_flush_release(f.c, fg);
+    /* taken only by an internal flush: the guest still gets it */
+    wr(&f, 0, 4096, 2, 0, 0);
+    fi = sc_flush_begin(f.c, false);
+    sc_assert(sc_writeback_next(f.c, 0, &j));
+    run_wb(&f, &j, -EIO, 0);
+    sc_assert_cmpi(sc_flush_status(f.c, fi), ==, -EIO);
+    drain_wb(&f, 2 * SC_BACKOFF_MAX_NS);
+    fg = sc_flush_begin(f.c, true);
+    sc_assert_cmpi(sc_flush_status(f.c, fg), ==, -EIO);
+    sc_flush_release(f.c, fi);
+    sc_flush_release(f.c, fg);
     fix_end(&f);
 }
 
@@ -1091,7 +1286,15 @@ int main(int argc, char **argv)
     g_test_add_func("/cache/errors/sticky-backoff",
                     test_sticky_error_and_backoff);
     g_test_add_func("/cache/errors/overwritten", test_failed_job_overwritten);
-    g_test_add_func("/cache/invalidate", test_invalidate);
+    g_test_add_func("/cache/around/waits-for-writeback",
+                    test_around_waits_for_writeback);
+    g_test_add_func("/cache/around/flush-obligation",
+                    test_around_flush_obligation);
+    g_test_add_func("/cache/around/blocks-readers-writers",
+                    test_around_blocks_readers_and_writers);
+    g_test_add_func("/cache/block-status", test_block_status);
+    g_test_add_func("/cache/errors/sticky-internal-flush",
+                    test_sticky_error_internal_flush);
     g_test_add_func("/cache/drop", test_drop);
     g_test_add_func("/cache/memory/lru", test_lru);
     g_test_add_func("/cache/memory/dirty-kept", test_dirty_not_evicted);

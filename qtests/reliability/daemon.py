@@ -4,28 +4,19 @@ with a QMP monitor.  It dies with the test even on SIGKILL (parent-death
 signal), can be killed -9 on purpose, or asked to quit, which closes the
 stripe node and so writes the cache back."""
 
-import ctypes
 import json
 import os
-import signal
-import subprocess
 import time
 
 import nbd
 
 import paths
-from qmp import QMP
+from qemuproc import QemuProcess
 
-PR_SET_PDEATHSIG = 1
 NODE_NAME = 'disk'
 
 
-def _die_with_parent():
-    ctypes.CDLL('libc.so.6', use_errno=True).prctl(PR_SET_PDEATHSIG,
-                                                   signal.SIGKILL)
-
-
-class Daemon:
+class Daemon(QemuProcess):
     def __init__(self, workdir, blockdev, name='qsd', log_name=None):
         self.sock = os.path.join(workdir, name + '.nbd')
         self.qmp_sock = os.path.join(workdir, name + '.qmp')
@@ -42,24 +33,8 @@ class Daemon:
             '--chardev', 'socket,id=m,path=%s,server=on,wait=off' %
             self.qmp_sock,
             '--monitor', 'chardev=m']
-        with open(self.log, 'a') as logf:
-            self.proc = subprocess.Popen(self.cmdline, stdin=subprocess.DEVNULL,
-                                         stdout=logf, stderr=subprocess.STDOUT,
-                                         preexec_fn=_die_with_parent)
-        try:
-            self.qmp = QMP(self.qmp_sock, timeout=60, alive=self.alive)
-        except Exception:
-            self.kill()
-            raise RuntimeError('qemu-storage-daemon did not start: %s' %
-                               self.log_text()[-2000:])
+        super().__init__(self.cmdline, self.qmp_sock, self.log)
         self.uri = 'nbd+unix:///%s?socket=%s' % (NODE_NAME, self.sock)
-
-    def alive(self):
-        return self.proc.poll() is None
-
-    def log_text(self):
-        with open(self.log, errors='replace') as f:
-            return f.read()
 
     def connect(self):
         h = nbd.NBD()
@@ -71,35 +46,6 @@ class Daemon:
             if s.get('node-name') == NODE_NAME:
                 return s['driver-specific']['cache']
         return {}
-
-    def kill(self):
-        """SIGKILL: what a crash of the host process looks like to the
-        nodes.  Nothing of QEMU's runs after it."""
-        if self.alive():
-            os.kill(self.proc.pid, signal.SIGKILL)
-        self.proc.wait()
-        self.qmp.close() if hasattr(self, 'qmp') else None
-
-    def request_quit(self):
-        """Ask QEMU to quit, without waiting: qemu-storage-daemon closes
-        its disks (writing the cache back) before it answers, if ever."""
-        if self.alive():
-            try:
-                self.qmp.send('quit')
-            except Exception:
-                pass
-
-    def quit(self, timeout=120):
-        """Ask QEMU to quit and wait.  Its exit status, or None when it did
-        not exit in time (it is then killed)."""
-        self.request_quit()
-        try:
-            rc = self.proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self.kill()
-            return None
-        self.qmp.close()
-        return rc
 
 
 def wait_closed(h, timeout):

@@ -51,10 +51,10 @@ class QMP:
         line, self.buf = self.buf.split(b'\n', 1)
         return json.loads(line)
 
-    def send(self, name, **args):
+    def send(self, command, **args):
         """Send a command without waiting for its answer (quit: QEMU may
         close its disks, which can take long, before it answers)."""
-        msg = {'execute': name}
+        msg = {'execute': command}
         if args:
             msg['arguments'] = args
         try:
@@ -62,19 +62,19 @@ class QMP:
         except OSError as e:
             raise QMPError('QMP write failed: %s' % e)
 
-    def cmd(self, name, timeout=None, **args):
+    def cmd(self, command, timeout=None, **args):
         """Run a command; its 'return' value, or QMPError."""
         timeout = timeout or self.timeout
-        self.send(name, **args)
+        self.send(command, **args)
         while True:
             r = self._read(timeout)
             if r is None:
-                raise QMPError('%s: no answer in %d s' % (name, timeout))
+                raise QMPError('%s: no answer in %d s' % (command, timeout))
             if 'event' in r:
                 self.events.append(r)
                 continue
             if 'error' in r:
-                raise QMPError('%s: %s' % (name, r['error'].get('desc')))
+                raise QMPError('%s: %s' % (command, r['error'].get('desc')))
             return r.get('return')
 
     def wait_event(self, name, timeout):

@@ -1,0 +1,157 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""The storage nodes under a striped disk in the contract tests, of three
+kinds: sparse files, NBD exports (one qemu-nbd per node, so that one node
+can be paused with SIGSTOP) and tgtd iSCSI LUNs (the harness pool).
+
+Whatever the kind, every node is backed by a file that the tests can read
+without QEMU (NodeView), and the stripe's nodes are opened through a
+throttle filter of the group "tg", which the tests use to slow writeback or
+fetches down (the limits are off unless a test sets them)."""
+
+import os
+import signal
+import subprocess
+import time
+
+import paths
+from nodes import NodeView, Pool, run
+
+KINDS = ('file', 'nbd', 'iscsi')
+THROTTLE_GROUP = 'tg'
+
+
+class NodeSet:
+    def __init__(self, kind, workdir, count=4, node_size=32 << 20):
+        if kind not in KINDS:
+            raise ValueError('node kind must be one of %s' % ', '.join(KINDS))
+        self.kind = kind
+        self.workdir = workdir
+        self.count = count
+        self.pool = None
+        self.nbd = []
+        self.prefix = os.path.join(workdir, 'node')
+        if kind == 'iscsi':
+            self.pool = Pool(workdir, count=count,
+                             size='%dM' % (node_size >> 20))
+            self.files = list(self.pool.files)
+        else:
+            self.files = ['%s.%d' % (self.prefix, i) for i in range(count)]
+
+    # -- naming -----------------------------------------------------------
+
+    def protocol_json(self, i):
+        """The node as a QEMU protocol node."""
+        if self.kind == 'file':
+            return {'driver': 'file', 'filename': self.files[i]}
+        if self.kind == 'nbd':
+            return {'driver': 'nbd',
+                    'server': {'type': 'unix', 'path': self.sock(i)}}
+        return self.pool.node_json(i)
+
+    def filename(self):
+        """stripe: filename of the nodes, for qemu-img."""
+        if self.kind == 'file':
+            return 'stripe:' + self.prefix
+        if self.kind == 'nbd':
+            return 'stripe:' + '|'.join(
+                'nbd+unix:///?socket=%s' % self.sock(i)
+                for i in range(self.count))
+        return self.pool.filename()
+
+    def stripe_json(self, node_name='disk', throttle=True, **opts):
+        nodes = []
+        for i in range(self.count):
+            n = self.protocol_json(i)
+            if throttle:
+                n = {'driver': 'throttle', 'throttle-group': THROTTLE_GROUP,
+                     'file': n}
+            nodes.append(n)
+        d = {'driver': 'stripe', 'node-name': node_name, 'nodes': nodes}
+        d.update(opts)
+        return d
+
+    def sock(self, i):
+        return '%s.%d.sock' % (self.prefix, i)
+
+    # -- life cycle -------------------------------------------------------
+
+    def create(self, size, unit='64k'):
+        """A new striped disk over the nodes, every byte zero."""
+        self.stop_nbd()
+        if self.kind == 'iscsi':
+            # force=on reuses the LUNs: zero them so the disk starts blank
+            for f in self.files:
+                lun_bytes = os.path.getsize(f)
+                os.truncate(f, 0)
+                os.truncate(f, lun_bytes)
+            self.pool.create(size, unit)
+            return
+        for f in self.files:
+            if os.path.exists(f):
+                os.unlink(f)
+        run([paths.QEMU_IMG, 'create', '-q', '-f', 'stripe', '-o',
+             'node-count=%d,stripe-unit=%s' % (self.count, unit),
+             'stripe:' + self.prefix, str(size)])
+        if self.kind == 'nbd':
+            self.start_nbd()
+
+    def start_nbd(self):
+        for i in range(self.count):
+            if os.path.exists(self.sock(i)):
+                os.unlink(self.sock(i))
+            p = subprocess.Popen(
+                [paths.QEMU_NBD, '-f', 'raw', '--persistent', '--shared=8',
+                 '--cache=writeback', '--aio=threads',
+                 '--socket=' + self.sock(i), self.files[i]],
+                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL)
+            self.nbd.append(p)
+        deadline = time.monotonic() + 30
+        while not all(os.path.exists(self.sock(i))
+                      for i in range(self.count)):
+            if time.monotonic() > deadline:
+                raise RuntimeError('qemu-nbd did not start')
+            time.sleep(0.02)
+
+    def stop_nbd(self):
+        for p in self.nbd:
+            if p.poll() is None:
+                os.kill(p.pid, signal.SIGCONT)
+                p.terminate()
+                try:
+                    p.wait(10)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    p.wait()
+        self.nbd = []
+
+    def stop(self):
+        self.stop_nbd()
+        if self.pool:
+            self.pool.stop()
+            self.pool = None
+
+    # -- faults -----------------------------------------------------------
+
+    def can_pause(self):
+        return self.kind in ('nbd', 'iscsi')
+
+    def pause(self, i):
+        """The node stops answering (SIGSTOP), connections stay up."""
+        if self.kind == 'nbd':
+            os.kill(self.nbd[i].pid, signal.SIGSTOP)
+        elif self.kind == 'iscsi':
+            self.pool.fault('pause', i, True)
+        else:
+            raise RuntimeError('file nodes cannot be paused')
+
+    def resume(self, i):
+        if self.kind == 'nbd':
+            os.kill(self.nbd[i].pid, signal.SIGCONT)
+        elif self.kind == 'iscsi':
+            self.pool.fault('pause', i, False)
+
+    # -- what the nodes hold ----------------------------------------------
+
+    def view(self):
+        return NodeView(self.files)

@@ -1,0 +1,76 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""A QEMU process with a QMP monitor, as the tests run it: it dies with the
+test even on SIGKILL (parent-death signal), can be killed -9 on purpose
+(what a crash of the host process looks like to the nodes), or asked to
+quit, which closes its disks and so writes the stripe cache back."""
+
+import ctypes
+import os
+import signal
+import subprocess
+
+from qmp import QMP
+
+PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent():
+    ctypes.CDLL('libc.so.6', use_errno=True).prctl(PR_SET_PDEATHSIG,
+                                                   signal.SIGKILL)
+
+
+class QemuProcess:
+    def __init__(self, cmdline, qmp_sock, log):
+        """Start @cmdline, whose QMP monitor listens on @qmp_sock, with its
+        output appended to @log."""
+        self.cmdline = cmdline
+        self.qmp_sock = qmp_sock
+        self.log = log
+        with open(self.log, 'a') as logf:
+            self.proc = subprocess.Popen(cmdline, stdin=subprocess.DEVNULL,
+                                         stdout=logf,
+                                         stderr=subprocess.STDOUT,
+                                         preexec_fn=_die_with_parent)
+        try:
+            self.qmp = QMP(qmp_sock, timeout=60, alive=self.alive)
+        except Exception:
+            self.kill()
+            raise RuntimeError('%s did not start: %s' %
+                               (os.path.basename(cmdline[0]),
+                                self.log_text()[-2000:]))
+
+    def alive(self):
+        return self.proc.poll() is None
+
+    def log_text(self):
+        with open(self.log, errors='replace') as f:
+            return f.read()
+
+    def kill(self):
+        """SIGKILL: nothing of QEMU's runs after it."""
+        if self.alive():
+            os.kill(self.proc.pid, signal.SIGKILL)
+        self.proc.wait()
+        if hasattr(self, 'qmp'):
+            self.qmp.close()
+
+    def request_quit(self):
+        """Ask QEMU to quit, without waiting: it closes its disks (writing
+        the cache back) before it answers, if ever."""
+        if self.alive():
+            try:
+                self.qmp.send('quit')
+            except Exception:
+                pass
+
+    def quit(self, timeout=120):
+        """Ask QEMU to quit and wait.  Its exit status, or None when it did
+        not exit in time (it is then killed)."""
+        self.request_quit()
+        try:
+            rc = self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            return None
+        self.qmp.close()
+        return rc
