@@ -348,6 +348,13 @@ bool stripe_assemble(const StripeHeader *hdrs, const uint64_t *node_len,
                     ref->data_offset);
             return false;
         }
+        /* One image has one header format: a mix is no image of ours. */
+        if (hdrs[i].header_size != ref->header_size) {
+            *errnode = i;
+            set_err(errmsg, "header size %u disagrees with the other nodes "
+                    "(%u)", hdrs[i].header_size, ref->header_size);
+            return false;
+        }
     }
 
     memset(seen, -1, sizeof(seen));

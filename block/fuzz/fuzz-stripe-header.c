@@ -51,7 +51,7 @@ enum {
     MUT_UUID = 1 << 1,      /* belongs to another image */
     MUT_UNIT = 1 << 2,      /* other stripe unit */
     MUT_COUNT = 1 << 3,     /* other node count */
-    MUT_OFFSET = 1 << 4,    /* other data offset */
+    MUT_OFFSET = 1 << 4,    /* other data offset or header size */
     MUT_GEN = 1 << 5,       /* other generation and size (cut-off resize) */
     MUT_COMPAT = 1 << 6,    /* compatible feature bits, to be ignored */
     MUT_SHORT = 1 << 7,     /* node too small */
@@ -363,7 +363,8 @@ static void check_assembly(const StripeHeader *hdrs, const uint64_t *lens,
                    "image accepted", i);
         fuzz_check(h->node_count == count &&
                    h->stripe_unit == as->geo.stripe_unit &&
-                   h->data_offset == as->geo.data_offset,
+                   h->data_offset == as->geo.data_offset &&
+                   h->header_size == hdrs[0].header_size,
                    "node %u with another geometry accepted", i);
         fuzz_check(h->generation != newest ||
                    h->virtual_size == as->geo.virtual_size,
@@ -491,7 +492,13 @@ static void fuzz_node_set(FuzzInput *in)
             h.node_count = h.node_count % STRIPE_MAX_NODES + 1;
         }
         if (mut & MUT_OFFSET) {
-            h.data_offset += 512 * (1 + fuzz_u8(in));
+            sel = fuzz_u8(in);
+            /* the data offset, or the header size of a later version */
+            if (sel & 1) {
+                h.header_size = 512 * (2 + sel % 8);
+            } else {
+                h.data_offset += 512 * (1 + sel);
+            }
         }
         if (mut & MUT_GEN) {
             h.generation += (int8_t)fuzz_u8(in);

@@ -9,6 +9,7 @@
 #include <zlib.h>
 
 #include "../stripe-layout.h"
+#include "sc-test.h"
 
 static void make_header(StripeHeader *h, uint32_t index, uint32_t count)
 {
@@ -51,21 +52,21 @@ static void test_roundtrip(void)
     h.compat_features = 0x10;
     h.generation = 77;
     stripe_header_encode(&h, buf);
-    g_assert_cmpmem(buf, 8, STRIPE_MAGIC, 8);
-    g_assert_cmpint(stripe_header_decode(buf, sizeof(buf), &out, &msg), ==,
+    sc_assert_mem(buf, STRIPE_MAGIC, 8);
+    sc_assert_cmpi(stripe_header_decode(buf, sizeof(buf), &out, &msg), ==,
                     STRIPE_HEADER_OK);
-    g_assert_null(msg);
-    g_assert_cmpuint(out.node_index, ==, 2);
-    g_assert_cmpuint(out.node_count, ==, 5);
-    g_assert_cmpuint(out.stripe_unit, ==, h.stripe_unit);
-    g_assert_cmpuint(out.virtual_size, ==, h.virtual_size);
-    g_assert_cmpuint(out.data_offset, ==, h.data_offset);
-    g_assert_cmpuint(out.compat_features, ==, 0x10);
-    g_assert_cmpuint(out.generation, ==, 77);
-    g_assert_cmpmem(out.uuid, 16, h.uuid, 16);
+    sc_assert(!(msg));
+    sc_assert_cmpu(out.node_index, ==, 2);
+    sc_assert_cmpu(out.node_count, ==, 5);
+    sc_assert_cmpu(out.stripe_unit, ==, h.stripe_unit);
+    sc_assert_cmpu(out.virtual_size, ==, h.virtual_size);
+    sc_assert_cmpu(out.data_offset, ==, h.data_offset);
+    sc_assert_cmpu(out.compat_features, ==, 0x10);
+    sc_assert_cmpu(out.generation, ==, 77);
+    sc_assert_mem(out.uuid, h.uuid, 16);
     /* Little-endian on disk: the node count is at byte 36. */
-    g_assert_cmpuint(buf[36], ==, 5);
-    g_assert_cmpuint(buf[37], ==, 0);
+    sc_assert_cmpu(buf[36], ==, 5);
+    sc_assert_cmpu(buf[37], ==, 0);
 }
 
 static StripeHeaderStatus decode_status(const uint8_t *buf, char **msg)
@@ -84,68 +85,68 @@ static void test_rejects(void)
     char *msg = NULL;
 
     memset(buf, 0, sizeof(buf));
-    g_assert_cmpint(decode_status(buf, &msg), ==, STRIPE_HEADER_BLANK);
-    g_assert_nonnull(strstr(msg, "not formatted"));
+    sc_assert_cmpi(decode_status(buf, &msg), ==, STRIPE_HEADER_BLANK);
+    sc_assert(strstr(msg, "not formatted"));
 
     memcpy(buf, "QFI\xfb", 4);
-    g_assert_cmpint(decode_status(buf, &msg), ==, STRIPE_HEADER_FOREIGN);
-    g_assert_nonnull(strstr(msg, "other data"));
+    sc_assert_cmpi(decode_status(buf, &msg), ==, STRIPE_HEADER_FOREIGN);
+    sc_assert(strstr(msg, "other data"));
 
     make_header(&h, 0, 2);
     stripe_header_encode(&h, good);
 
     memcpy(buf, good, sizeof(buf));
     buf[50] ^= 1;
-    g_assert_cmpint(decode_status(buf, &msg), ==, STRIPE_HEADER_CORRUPT);
-    g_assert_nonnull(strstr(msg, "checksum"));
+    sc_assert_cmpi(decode_status(buf, &msg), ==, STRIPE_HEADER_CORRUPT);
+    sc_assert(strstr(msg, "checksum"));
 
     memcpy(buf, good, sizeof(buf));
     buf[8] = 2;                             /* version 2 */
     reseal(buf);
-    g_assert_cmpint(decode_status(buf, &msg), ==,
+    sc_assert_cmpi(decode_status(buf, &msg), ==,
                     STRIPE_HEADER_UNSUPPORTED);
-    g_assert_nonnull(strstr(msg, "version 2"));
+    sc_assert(strstr(msg, "version 2"));
 
     memcpy(buf, good, sizeof(buf));
     buf[72] = 4;                            /* incompatible bit 2 */
     reseal(buf);
-    g_assert_cmpint(decode_status(buf, &msg), ==,
+    sc_assert_cmpi(decode_status(buf, &msg), ==,
                     STRIPE_HEADER_UNSUPPORTED);
-    g_assert_nonnull(strstr(msg, "0x4"));
+    sc_assert(strstr(msg, "0x4"));
 
     memcpy(buf, good, sizeof(buf));
     buf[64] = 4;                            /* compatible bits are fine */
     reseal(buf);
-    g_assert_cmpint(decode_status(buf, &msg), ==, STRIPE_HEADER_OK);
+    sc_assert_cmpi(decode_status(buf, &msg), ==, STRIPE_HEADER_OK);
 
     memcpy(buf, good, sizeof(buf));
     buf[32] = 2;                            /* index 2 of 2 nodes */
     reseal(buf);
-    g_assert_cmpint(decode_status(buf, &msg), ==, STRIPE_HEADER_INVALID);
-    g_assert_nonnull(strstr(msg, "node index 2"));
+    sc_assert_cmpi(decode_status(buf, &msg), ==, STRIPE_HEADER_INVALID);
+    sc_assert(strstr(msg, "node index 2"));
 
     memcpy(buf, good, sizeof(buf));
     buf[40] = 0x01;                         /* stripe unit 64 KiB + 1 */
     reseal(buf);
-    g_assert_cmpint(decode_status(buf, &msg), ==, STRIPE_HEADER_INVALID);
-    g_assert_nonnull(strstr(msg, "stripe unit"));
+    sc_assert_cmpi(decode_status(buf, &msg), ==, STRIPE_HEADER_INVALID);
+    sc_assert(strstr(msg, "stripe unit"));
 
     memcpy(buf, good, sizeof(buf));
     buf[36] = 0;                            /* zero nodes */
     reseal(buf);
-    g_assert_cmpint(decode_status(buf, &msg), ==, STRIPE_HEADER_INVALID);
+    sc_assert_cmpi(decode_status(buf, &msg), ==, STRIPE_HEADER_INVALID);
 
     memcpy(buf, good, sizeof(buf));
     buf[48] = 1;                            /* size not a multiple of 512 */
     reseal(buf);
-    g_assert_cmpint(decode_status(buf, &msg), ==, STRIPE_HEADER_INVALID);
-    g_assert_nonnull(strstr(msg, "virtual size"));
+    sc_assert_cmpi(decode_status(buf, &msg), ==, STRIPE_HEADER_INVALID);
+    sc_assert(strstr(msg, "virtual size"));
 
     memcpy(buf, good, sizeof(buf));
     memset(buf + 56, 0, 8);                 /* data offset 0 */
     reseal(buf);
-    g_assert_cmpint(decode_status(buf, &msg), ==, STRIPE_HEADER_INVALID);
-    g_assert_nonnull(strstr(msg, "data offset"));
+    sc_assert_cmpi(decode_status(buf, &msg), ==, STRIPE_HEADER_INVALID);
+    sc_assert(strstr(msg, "data offset"));
 
     g_free(msg);
 }
@@ -154,24 +155,24 @@ static void test_geometry_check(void)
 {
     char *msg;
 
-    g_assert_null(stripe_geometry_check(1 << 30, 256 * 1024, 4));
+    sc_assert(!(stripe_geometry_check(1 << 30, 256 * 1024, 4)));
     msg = stripe_geometry_check(1 << 30, 3 * 4096, 4);
-    g_assert_nonnull(strstr(msg, "stripe-unit 12288 is not a power of two"));
+    sc_assert(strstr(msg, "stripe-unit 12288 is not a power of two"));
     g_free(msg);
     msg = stripe_geometry_check(1 << 30, 256, 4);
-    g_assert_nonnull(strstr(msg, "out of range"));
+    sc_assert(strstr(msg, "out of range"));
     g_free(msg);
     msg = stripe_geometry_check(1 << 30, UINT64_C(128) << 20, 4);
-    g_assert_nonnull(strstr(msg, "out of range"));
+    sc_assert(strstr(msg, "out of range"));
     g_free(msg);
     msg = stripe_geometry_check(1 << 30, 65536, 0);
-    g_assert_nonnull(strstr(msg, "0 nodes"));
+    sc_assert(strstr(msg, "0 nodes"));
     g_free(msg);
     msg = stripe_geometry_check(1000, 65536, 2);
-    g_assert_nonnull(strstr(msg, "multiple of 512"));
+    sc_assert(strstr(msg, "multiple of 512"));
     g_free(msg);
-    g_assert_cmpuint(stripe_default_data_offset(4096), ==, 1 << 20);
-    g_assert_cmpuint(stripe_default_data_offset(4 << 20), ==, 4 << 20);
+    sc_assert_cmpu(stripe_default_data_offset(4096), ==, 1 << 20);
+    sc_assert_cmpu(stripe_default_data_offset(4 << 20), ==, 4 << 20);
 }
 
 /* The mapping against its definition, unit by unit, over odd geometries. */
@@ -191,15 +192,15 @@ static void test_map(void)
             uint32_t node;
 
             left = stripe_map(&g, off, &node, &node_off);
-            g_assert_cmpuint(node, ==, k % n);
-            g_assert_cmpuint(node_off, ==,
+            sc_assert_cmpu(node, ==, k % n);
+            sc_assert_cmpu(node_off, ==,
                              (1 << 20) + (k / n) * su + off % su);
-            g_assert_cmpuint(left, ==, su - off % su);
-            g_assert_cmpuint(node_off + left, <=,
+            sc_assert_cmpu(left, ==, su - off % su);
+            sc_assert_cmpu(node_off + left, <=,
                              stripe_node_size_needed(&g));
         }
         /* 38 units over n nodes: ceil(38 / n) rows per node */
-        g_assert_cmpuint(stripe_node_size_needed(&g), ==,
+        sc_assert_cmpu(stripe_node_size_needed(&g), ==,
                          (1 << 20) + ((38 + n - 1) / n) * su);
     }
 }
@@ -209,7 +210,7 @@ static void encode_decode(StripeHeader *h)
     uint8_t buf[STRIPE_HEADER_SIZE];
 
     stripe_header_encode(h, buf);
-    g_assert_cmpint(stripe_header_decode(buf, sizeof(buf), h, NULL), ==,
+    sc_assert_cmpi(stripe_header_decode(buf, sizeof(buf), h, NULL), ==,
                     STRIPE_HEADER_OK);
 }
 
@@ -242,45 +243,53 @@ static void test_assemble(void)
     make_header(&h[1], 0, 4);
     make_header(&h[2], 3, 4);
     make_header(&h[3], 1, 4);
-    g_assert_true(assemble(h, 4, len, &as, &errnode, &msg));
-    g_assert_cmpuint(as.order[0], ==, 1);
-    g_assert_cmpuint(as.order[1], ==, 3);
-    g_assert_cmpuint(as.order[2], ==, 0);
-    g_assert_cmpuint(as.order[3], ==, 2);
-    g_assert_cmpuint(as.geo.node_count, ==, 4);
+    g_assert(assemble(h, 4, len, &as, &errnode, &msg));
+    sc_assert_cmpu(as.order[0], ==, 1);
+    sc_assert_cmpu(as.order[1], ==, 3);
+    sc_assert_cmpu(as.order[2], ==, 0);
+    sc_assert_cmpu(as.order[3], ==, 2);
+    sc_assert_cmpu(as.geo.node_count, ==, 4);
     for (i = 0; i < 4; i++) {
-        g_assert_false(as.stale[i]);
+        g_assert(!(as.stale[i]));
     }
 
     /* Same node given twice. */
     make_header(&h[3], 2, 4);
-    g_assert_false(assemble(h, 4, len, &as, &errnode, &msg));
-    g_assert_cmpint(errnode, ==, 3);
-    g_assert_nonnull(strstr(msg, "index 2, like node 0"));
+    g_assert(!(assemble(h, 4, len, &as, &errnode, &msg)));
+    sc_assert_cmpi(errnode, ==, 3);
+    sc_assert(strstr(msg, "index 2, like node 0"));
 
     /* One node missing. */
     make_header(&h[0], 0, 4);
     make_header(&h[1], 1, 4);
     make_header(&h[2], 3, 4);
-    g_assert_false(assemble(h, 3, len, &as, &errnode, &msg));
-    g_assert_cmpint(errnode, ==, -1);
-    g_assert_nonnull(strstr(msg, "index 2 is missing"));
+    g_assert(!(assemble(h, 3, len, &as, &errnode, &msg)));
+    sc_assert_cmpi(errnode, ==, -1);
+    sc_assert(strstr(msg, "index 2 is missing"));
 
     /* A node of another image: the majority decides who is foreign. */
     make_header(&h[0], 0, 3);
     make_header(&h[1], 1, 3);
     make_header(&h[2], 2, 3);
     h[0].uuid[0] ^= 0xff;
-    g_assert_false(assemble(h, 3, len, &as, &errnode, &msg));
-    g_assert_cmpint(errnode, ==, 0);
-    g_assert_nonnull(strstr(msg, "another image"));
+    g_assert(!(assemble(h, 3, len, &as, &errnode, &msg)));
+    sc_assert_cmpi(errnode, ==, 0);
+    sc_assert(strstr(msg, "another image"));
 
     /* Disagreeing geometry. */
     make_header(&h[0], 0, 3);
     h[2].stripe_unit = 128 * 1024;
-    g_assert_false(assemble(h, 3, len, &as, &errnode, &msg));
-    g_assert_cmpint(errnode, ==, 2);
-    g_assert_nonnull(strstr(msg, "geometry"));
+    g_assert(!(assemble(h, 3, len, &as, &errnode, &msg)));
+    sc_assert_cmpi(errnode, ==, 2);
+    sc_assert(strstr(msg, "geometry"));
+
+    /* A node with another header size (from another version). */
+    make_header(&h[2], 2, 3);
+    h[1].header_size = 1024;
+    g_assert(!(assemble(h, 3, len, &as, &errnode, &msg)));
+    sc_assert_cmpi(errnode, ==, 1);
+    sc_assert(strstr(msg, "header size 1024"));
+    make_header(&h[1], 1, 3);
 
     /* A node too small for the image. */
     make_header(&h[2], 2, 3);
@@ -292,26 +301,26 @@ static void test_assemble(void)
         }
         g_free(msg);
         msg = NULL;
-        g_assert_false(stripe_assemble(h, lens, 3, &as, &errnode, &msg));
-        g_assert_cmpint(errnode, ==, 1);
-        g_assert_nonnull(strstr(msg, "too small"));
+        g_assert(!(stripe_assemble(h, lens, 3, &as, &errnode, &msg)));
+        sc_assert_cmpi(errnode, ==, 1);
+        sc_assert(strstr(msg, "too small"));
     }
 
     /* A resize cut off after node 1: the newest generation wins. */
     h[1].generation = 2;
     h[1].virtual_size = 120 * 1024 * 1024;
-    g_assert_true(assemble(h, 3, len, &as, &errnode, &msg));
-    g_assert_cmpuint(as.geo.virtual_size, ==, 120 * 1024 * 1024);
-    g_assert_cmpuint(as.generation, ==, 2);
-    g_assert_true(as.stale[0]);
-    g_assert_false(as.stale[1]);
-    g_assert_true(as.stale[2]);
+    g_assert(assemble(h, 3, len, &as, &errnode, &msg));
+    sc_assert_cmpu(as.geo.virtual_size, ==, 120 * 1024 * 1024);
+    sc_assert_cmpu(as.generation, ==, 2);
+    g_assert(as.stale[0]);
+    g_assert(!(as.stale[1]));
+    g_assert(as.stale[2]);
 
     /* Same generation, different sizes: inconsistent. */
     h[0].generation = 2;
-    g_assert_false(assemble(h, 3, len, &as, &errnode, &msg));
-    g_assert_cmpint(errnode, ==, 1);
-    g_assert_nonnull(strstr(msg, "same generation"));
+    g_assert(!(assemble(h, 3, len, &as, &errnode, &msg)));
+    sc_assert_cmpi(errnode, ==, 1);
+    sc_assert(strstr(msg, "same generation"));
     g_free(msg);
 }
 

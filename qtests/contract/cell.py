@@ -121,6 +121,8 @@ class Cell:
                           incoming=incoming)
         # ranges the stripe holds and the cache does not (yet)
         self.cold = BASE if export == 'disk' else BASE[1:]
+        # every QEMU of the cell, for the watchdog (migration adds one)
+        self.machines = [self.vm]
         self.guest = None
         if export:
             self.guest = Guest(self.vm.export(export), self.ref)

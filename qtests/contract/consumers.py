@@ -295,6 +295,7 @@ def migration(cell):
     dst = Machine(cell.workdir, cell.name + '-dst',
                   blockdevs=[cell.disk_json], objects=[throttle_group()],
                   incoming='unix:' + sock)
+    cell.machines.append(dst)
     try:
         cell.vm.cmd('migrate', uri='unix:' + sock)
         st = cell.vm.wait_migration()

@@ -7,6 +7,7 @@ statistics and the process's CPU time."""
 
 import json
 import os
+import threading
 import time
 
 import paths
@@ -134,3 +135,28 @@ class Machine(QemuProcess):
 
 def throttle_group():
     return {'qom-type': 'throttle-group', 'id': 'tg', 'limits': {}}
+
+
+class Watchdog:
+    """Kill the QEMUs of a test that runs longer than @seconds, so that a
+    hang fails the test (whose blocked NBD or QMP calls then return)
+    instead of stalling the whole run.  @machines is a list the test may
+    append to after the start."""
+
+    def __init__(self, machines, seconds):
+        self.machines = machines
+        self.fired = False
+        self.timer = threading.Timer(seconds, self._fire)
+        self.timer.daemon = True
+
+    def _fire(self):
+        self.fired = True
+        for m in list(self.machines):
+            m.kill()
+
+    def __enter__(self):
+        self.timer.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.timer.cancel()
