@@ -217,10 +217,11 @@ void stripe_cache_timer_stop(StripeCache *c)
 /*
  * Wait for progress: some job or write-around completes, or the next
  * deadline passes.  Called with c->lock held, by a request in flight that
- * waits for the cache; returns with it held.  With nothing in flight,
- * first start whatever may start (drained or not: the drain waits for this
- * request).  If nothing can start before a deadline (every node with dirty
- * data is backing off after an error), sleep until it.
+ * waits for the cache; returns with it held.  First start whatever may
+ * start (drained or not: the drain waits for this request; and what is in
+ * flight, a write-around say, may not be what this request needs).  If
+ * nothing is in flight and nothing can start before a deadline (every
+ * node with dirty data is backing off after an error), sleep until it.
  */
 void coroutine_fn stripe_cache_wait_progress(BlockDriverState *bs)
 {
@@ -228,11 +229,9 @@ void coroutine_fn stripe_cache_wait_progress(BlockDriverState *bs)
     StripeCache *c = s->cache;
     int64_t now, wait;
 
-    if (!c->in_flight) {
-        qemu_mutex_unlock(&c->lock);
-        stripe_cache_kick(bs, true);
-        qemu_mutex_lock(&c->lock);
-    }
+    qemu_mutex_unlock(&c->lock);
+    stripe_cache_kick(bs, true);
+    qemu_mutex_lock(&c->lock);
     if (c->in_flight) {
         qemu_co_queue_wait(&c->progress, &c->lock);
         return;
