@@ -17,10 +17,13 @@
 
 static char *stripe_node_desc(BdrvChild *child, uint32_t pos) GRAPH_RDLOCK;
 
-/* "node 2 (iscsi://...)": how errors name a node given by the user. */
+/*
+ * "node 2 (iscsi://...)": how errors name a node given by the user.  Open
+ * refreshes the nodes' filenames (stripe_assemble_nodes()); refreshing
+ * here would call global-state code from the reload coroutine.
+ */
 static char *stripe_node_desc(BdrvChild *child, uint32_t pos)
 {
-    bdrv_refresh_filename(child->bs);
     return g_strdup_printf("node %u (%s)", pos, child->bs->filename);
 }
 
@@ -71,6 +74,11 @@ int GRAPH_RDLOCK stripe_assemble_nodes(BlockDriverState *bs,
     uint32_t i;
     int ret;
 
+    GLOBAL_STATE_CODE();
+    /* Every message names the node by its filename, from here on too. */
+    for (i = 0; i < count; i++) {
+        bdrv_refresh_filename(given[i]->bs);
+    }
     for (i = 0; i < count; i++) {
         ret = stripe_read_header(given[i], i, &hdrs[i], errp);
         if (ret < 0) {
@@ -141,6 +149,8 @@ stripe_co_reload_headers(BlockDriverState *bs, Error **errp)
     uint32_t i;
     int ret;
 
+    /* The size and the generation change only under the resize lock. */
+    QEMU_LOCK_GUARD(&s->resize_lock);
     for (i = 0; i < s->node_count; i++) {
         ret = stripe_read_header(s->nodes[i], s->given_pos[i], &hdrs[i],
                                  errp);

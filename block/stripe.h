@@ -67,6 +67,33 @@
 /* Writeback attempts at close before dirty data is reported lost. */
 #define STRIPE_CACHE_CLOSE_TRIES        3
 
+/*
+ * Thread model.
+ *
+ * Contexts.  IO callbacks (preadv, pwritev, pwrite_zeroes, pdiscard, flush,
+ * block_status, truncate, getlength) are coroutines that may run in any
+ * thread that submits requests to this node: with virtio-blk
+ * iothread-vq-mapping, in several iothreads at once.  The cache's job
+ * coroutines are entered in the node's home AioContext
+ * (bdrv_get_aio_context()), where its timer fires too; they may end up
+ * completing in another thread's context when a child node lives there.
+ * Open, close, reopen, drain_begin/end, attach/detach_aio_context,
+ * inactivate and the node list are global state: main loop, BQL held.
+ *
+ * Locks, in the order they are taken:
+ *   1. BDRVStripeState.resize_lock (CoMutex): resize and growth, held
+ *      across their node IO;
+ *   2. StripeCache.lock (QemuMutex): the cache.  Innermost: nothing else is
+ *      taken while it is held, it is never held across a yield or a call
+ *      into the block layer (qemu_co_queue_wait() drops it while it waits).
+ *
+ * StripeCache: every field under @lock, except @core's pointer and @lock
+ * and @progress themselves (set at creation), and @timer, which is
+ * created and freed in the main loop when no request is in flight
+ * (attach/detach_aio_context, open, close); timer_mod() and timer_del()
+ * are thread-safe.  Waiters on @progress are woken with
+ * qemu_co_queue_restart_all(), which wakes each in its own AioContext.
+ */
 typedef struct StripeCache {
     SCCache *core;
     QemuMutex lock;             /* around every core call, never a yield */
@@ -87,6 +114,17 @@ typedef struct StripeCache {
     uint64_t throttle_ns;
 } StripeCache;
 
+/*
+ * BDRVStripeState: set at open and fixed while the node is open, except
+ *   - geo.virtual_size: written under @resize_lock, read without a lock
+ *     with qatomic_read_u64() (a stale value only sends a write through
+ *     stripe_co_grow(), which looks again under the lock);
+ *   - generation, stale[]: under @resize_lock (resize, growth, migration's
+ *     reload of the headers; qemu-img check runs with no other user);
+ *   - max_node_request: refresh_limits, main loop, drained;
+ *   - cache, cache_opts: open, reopen commit and close, main loop, with the
+ *     node drained, so that no request sees the cache change under it.
+ */
 typedef struct BDRVStripeState {
     StripeGeometry geo;
     uint8_t uuid[16];
