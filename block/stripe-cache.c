@@ -31,6 +31,7 @@
 #include "qemu/coroutine.h"
 #include "qemu/error-report.h"
 #include "qemu/iov.h"
+#include "qemu/lockable.h"
 #include "qemu/main-loop.h"
 #include "stripe.h"
 #include "trace.h"
@@ -252,6 +253,37 @@ static guint issued_count(GArray *pieces)
     return n;
 }
 
+/*
+ * Copy the cached bytes that this round's reads of @todo pinned into the
+ * guest's buffer, with the lock dropped (other threads' requests go on
+ * meanwhile), then unpin them.  Byte @base + X of @qiov is disk offset X.
+ * No @hits: the reads copied under the lock.
+ */
+static void stripe_cache_copy_hits(StripeCache *c, SCHits *hits,
+                                   GArray *todo, QEMUIOVector *qiov,
+                                   int64_t base)
+{
+    bool pinned = false;
+    guint i;
+
+    if (!hits) {
+        return;
+    }
+    for (i = 0; i < todo->len; i++) {
+        SCPiece *r = &g_array_index(todo, SCPiece, i);
+
+        sc_hits_copy(&hits[i], qiov->iov, qiov->niov, base + r->offset);
+        pinned |= !sc_hits_empty(&hits[i]);
+    }
+    if (pinned) {
+        WITH_QEMU_LOCK_GUARD(&c->lock) {
+            for (i = 0; i < todo->len; i++) {
+                sc_hits_release(c->core, &hits[i]);
+            }
+        }
+    }
+}
+
 int coroutine_fn GRAPH_RDLOCK
 stripe_cache_co_preadv(BlockDriverState *bs, int64_t offset, int64_t bytes,
                        QEMUIOVector *qiov, size_t qiov_offset)
@@ -259,13 +291,16 @@ stripe_cache_co_preadv(BlockDriverState *bs, int64_t offset, int64_t bytes,
     BDRVStripeState *s = bs->opaque;
     StripeCache *c = s->cache;
     g_autoptr(GArray) todo = g_array_new(false, false, sizeof(SCPiece));
+    SCHits stack_hits[2], *hits;
+    g_autofree SCHits *heap_hits = NULL;
     unsigned flags = 0, round;
     int ret = 0;
 
     g_array_append_val(todo, ((SCPiece) { .offset = offset,
                                           .len = bytes }));
     for (round = 0; todo->len; round++) {
-        g_autoptr(GArray) next = g_array_new(false, false, sizeof(SCPiece));
+        /* made only if a piece is not a hit: most reads are all hits */
+        g_autoptr(GArray) next = NULL;
         AioTaskPool *pool = NULL;
         bool need_wait = false, issued = false;
         guint i, j;
@@ -279,18 +314,36 @@ stripe_cache_co_preadv(BlockDriverState *bs, int64_t offset, int64_t bytes,
         if (round >= STRIPE_CACHE_MAX_READ_ROUNDS) {
             flags |= SC_READ_DIRECT;
         }
+        /*
+         * Large hits are copied with the lock dropped; a small one costs
+         * less copied under it than pinned, relocked and unpinned.
+         */
+        hits = NULL;
+        if (bytes > STRIPE_CACHE_COPY_UNDER_LOCK) {
+            hits = todo->len <= G_N_ELEMENTS(stack_hits) ? stack_hits :
+                   (heap_hits = g_renew(SCHits, heap_hits, todo->len));
+        }
         qemu_mutex_lock(&c->lock);
         for (i = 0; i < todo->len; i++) {
             SCPiece *r = &g_array_index(todo, SCPiece, i);
             g_autoptr(GArray) pieces = NULL;
 
-            pieces = sc_read(c->core, r->offset, r->len, qiov->iov,
-                             qiov->niov, qiov_offset + (r->offset - offset),
-                             flags, stripe_cache_now());
+            if (hits) {
+                pieces = sc_read_pinned(c->core, r->offset, r->len, flags,
+                                        stripe_cache_now(), &hits[i]);
+            } else {
+                pieces = sc_read(c->core, r->offset, r->len, qiov->iov,
+                                 qiov->niov,
+                                 qiov_offset + (r->offset - offset), flags,
+                                 stripe_cache_now());
+            }
             for (j = 0; j < pieces->len; j++) {
                 SCPiece *p = &g_array_index(pieces, SCPiece, j);
 
                 if (p->kind != SC_PIECE_HIT) {
+                    if (!next) {
+                        next = g_array_new(false, false, sizeof(SCPiece));
+                    }
                     g_array_append_val(next, *p);
                 }
                 /* Counted so that readers waiting for it get woken. */
@@ -300,7 +353,7 @@ stripe_cache_co_preadv(BlockDriverState *bs, int64_t offset, int64_t bytes,
         flags |= SC_READ_RETRY;
 
         /* Pieces being fetched by others: wait without losing a wakeup. */
-        for (i = 0; i < next->len; i++) {
+        for (i = 0; next && i < next->len; i++) {
             SCPieceKind k = g_array_index(next, SCPiece, i).kind;
 
             need_wait |= k == SC_PIECE_WAIT;
@@ -310,9 +363,13 @@ stripe_cache_co_preadv(BlockDriverState *bs, int64_t offset, int64_t bytes,
             stripe_cache_wait_progress(bs);
         }
         qemu_mutex_unlock(&c->lock);
+        stripe_cache_copy_hits(c, hits, todo, qiov, qiov_offset - offset);
         stripe_cache_kick(bs, false);
 
         g_array_set_size(todo, 0);
+        if (!next) {
+            break;
+        }
         for (i = 0; i < next->len; i++) {
             SCPiece *p = &g_array_index(next, SCPiece, i);
             StripeFetchTask *t;

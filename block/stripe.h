@@ -55,6 +55,12 @@
 /* In-flight writeback and prefetch jobs per node. */
 #define STRIPE_CACHE_WB_PER_NODE        4
 #define STRIPE_CACHE_FETCH_PER_NODE     4
+/*
+ * Reads up to this size copy their cache hits under the cache lock: a
+ * small copy costs less than pinning the pages, taking the lock again and
+ * unpinning them.  Larger ones copy with the lock dropped.
+ */
+#define STRIPE_CACHE_COPY_UNDER_LOCK    (4 * 1024)
 /* A reader starved by evictions this often reads around the cache. */
 #define STRIPE_CACHE_MAX_READ_ROUNDS    8
 /*

@@ -72,6 +72,7 @@ SCCache *sc_cache_new(const SCOptions *opts, const SCGeometry *geo,
     c->wb_jobs = g_hash_table_new(g_int64_hash, g_int64_equal);
     c->fetch_jobs = g_hash_table_new(g_int64_hash, g_int64_equal);
     g_queue_init(&c->arounds);
+    g_queue_init(&c->hit_sets);
     g_queue_init(&c->tickets);
     g_queue_init(&c->pending_global);
     g_queue_init(&c->pending_range);

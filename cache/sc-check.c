@@ -161,6 +161,7 @@ static bool check_pages(SCCache *c, CheckState *st, char **why)
     GHashTableIter iter;
     gpointer key, value;
     uint64_t fetch_mem = 0, prefetch_mem = 0, live_pages;
+    GList *l;
 
     g_hash_table_iter_init(&iter, c->pages);
     while (g_hash_table_iter_next(&iter, &key, &value)) {
@@ -180,6 +181,14 @@ static bool check_pages(SCCache *c, CheckState *st, char **why)
 
         for (k = 0; k < j->npages; k++) {
             count_add(st->page_refs, j->pages[k], 1);
+        }
+    }
+    for (l = c->hit_sets.head; l; l = l->next) {
+        SCHits *h = l->data;
+        uint32_t k;
+
+        for (k = 0; k < h->n; k++) {
+            count_add(st->page_refs, h->v[k].page, 1);
         }
     }
     g_hash_table_iter_init(&iter, c->fetch_jobs);

@@ -241,6 +241,8 @@ struct SCCache {
 
     /* write-arounds in flight, few: bounded by the guest's queue depth */
     GQueue arounds;
+    /* reads' pinned hits not released yet (for the consistency check) */
+    GQueue hit_sets;
 
     /* flush */
     uint64_t epoch;
@@ -338,6 +340,8 @@ void sc_store_sub_used(SCCache *c, uint64_t start, uint64_t end);
 void sc_store_clear(SCCache *c);
 /* Pages [start, end) would need: absent or pinned by a job. */
 uint64_t sc_store_pages_to_alloc(SCCache *c, uint64_t start, uint64_t end);
+void sc_iov_iter_copy(SCIovIter *it, uint8_t *buf, uint64_t len,
+                      bool to_iov);
 void sc_pages_copy_in(SCCache *c, uint64_t start, uint64_t end,
                       SCIovIter *it);
 void sc_pages_copy_out(SCCache *c, uint64_t start, uint64_t end,
@@ -349,6 +353,11 @@ uint32_t sc_pages_spanned(const SCCache *c, uint64_t start, uint64_t end);
 void sc_page_pool_trim(SCCache *c);
 void sc_page_arenas_fit(SCCache *c);
 void sc_page_pool_free(SCCache *c);
+
+/* sc-hits.c: cache hits pinned, copied outside the caller's lock */
+void sc_hits_init(SCHits *h);
+void sc_hits_add(SCCache *c, SCHits *h, uint64_t start, uint64_t end,
+                 uint64_t dst);
 
 /* sc-extent.c: the extent map and the per-state indexes */
 SCExtent *sc_ext_new(SCCache *c, uint64_t start, uint64_t end,

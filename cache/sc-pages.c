@@ -38,8 +38,8 @@ void sc_iov_iter_skip(SCIovIter *it, uint64_t n)
 }
 
 /* Copy @len bytes between the iterator and @buf (@to_iov: into the iov). */
-static void iov_iter_copy(SCIovIter *it, uint8_t *buf, uint64_t len,
-                          bool to_iov)
+void sc_iov_iter_copy(SCIovIter *it, uint8_t *buf, uint64_t len,
+                      bool to_iov)
 {
     while (len) {
         uint8_t *base;
@@ -316,6 +316,10 @@ uint64_t sc_store_pages_to_alloc(SCCache *c, uint64_t start, uint64_t end)
  * pages (@to_iov false; they are made writable, i.e. private to the
  * cache, first) or out of them (they must be present).
  */
+/*
+ * Copy between the pages of [start, end) and the caller's iovec: into the
+ * pages (copy-on-write where a job or a read pins them), or out of them.
+ */
 static void pages_copy(SCCache *c, uint64_t start, uint64_t end,
                        SCIovIter *it, bool to_iov)
 {
@@ -329,7 +333,7 @@ static void pages_copy(SCCache *c, uint64_t start, uint64_t end,
                            : sc_store_writable(c, idx);
 
         g_assert(p);
-        iov_iter_copy(it, p->data + (pos - pstart), n, to_iov);
+        sc_iov_iter_copy(it, p->data + (pos - pstart), n, to_iov);
         pos += n;
     }
 }

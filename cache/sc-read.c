@@ -31,6 +31,9 @@
 #define SC_PREFETCH_SHARE 4
 
 static void sc_prefetch_window(SCCache *c, uint64_t start, uint64_t end);
+static GArray *read_walk(SCCache *c, uint64_t offset, uint64_t len,
+                         unsigned flags, int64_t now_ns, SCIovIter *it,
+                         SCHits *hits);
 
 static SCFetchJob *fetch_job_new(SCCache *c, uint64_t start, uint64_t end,
                                  bool prefetch)
@@ -340,18 +343,37 @@ GArray *sc_read(SCCache *c, uint64_t offset, uint64_t len,
                 const struct iovec *iov, int iovcnt, size_t iov_offset,
                 unsigned flags, int64_t now_ns)
 {
+    SCIovIter it;
+
+    sc_iov_iter_init(&it, iov, iovcnt, iov_offset);
+    return read_walk(c, offset, len, flags, now_ns, &it, NULL);
+}
+
+GArray *sc_read_pinned(SCCache *c, uint64_t offset, uint64_t len,
+                       unsigned flags, int64_t now_ns, SCHits *hits)
+{
+    sc_hits_init(hits);
+    return read_walk(c, offset, len, flags, now_ns, NULL, hits);
+}
+
+/*
+ * The read: the hits copied through @it at once, or pinned in @hits; the
+ * pieces returned.
+ */
+static GArray *read_walk(SCCache *c, uint64_t offset, uint64_t len,
+                         unsigned flags, int64_t now_ns, SCIovIter *it,
+                         SCHits *hits)
+{
     GArray *pieces = g_array_new(FALSE, TRUE, sizeof(SCPiece));
     GArray *gaps = NULL;
     GArray *out;
     uint64_t end = sc_range_end(offset, len);
     uint64_t pos = offset, hit_bytes = 0, used_start = 0, used_end = 0;
     bool any_prefetched = false, retry = flags & SC_READ_RETRY;
-    SCIovIter it;
     SCExtent *e;
     guint i, g;
 
     c->read_call++;
-    sc_iov_iter_init(&it, iov, iovcnt, iov_offset);
     e = sc_ext_lookup(c, offset);
     while (pos < end) {
         if (e && e->start <= pos) {
@@ -359,9 +381,15 @@ GArray *sc_read(SCCache *c, uint64_t offset, uint64_t len,
 
             if (e->state == SC_EXT_FETCHING) {
                 read_fetching(c, pieces, e, pos, stop);
-                sc_iov_iter_skip(&it, stop - pos);
+                if (it) {
+                    sc_iov_iter_skip(it, stop - pos);
+                }
             } else {
-                sc_pages_copy_out(c, pos, stop, &it);
+                if (it) {
+                    sc_pages_copy_out(c, pos, stop, it);
+                } else {
+                    sc_hits_add(c, hits, pos, stop, pos - offset);
+                }
                 piece_push(pieces, SC_PIECE_HIT, pos, stop - pos, NULL);
                 hit_bytes += stop - pos;
                 if (e->state == SC_EXT_CLEAN) {
@@ -387,7 +415,9 @@ GArray *sc_read(SCCache *c, uint64_t offset, uint64_t len,
                 gaps = g_array_new(FALSE, FALSE, sizeof(SCGap));
             }
             g_array_append_val(gaps, gap);
-            sc_iov_iter_skip(&it, gap.end - pos);
+            if (it) {
+                sc_iov_iter_skip(it, gap.end - pos);
+            }
             pos = gap.end;
         }
     }

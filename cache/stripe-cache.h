@@ -117,7 +117,8 @@ int sc_cache_drop(SCCache *c);
  */
 
 typedef enum SCPieceKind {
-    SC_PIECE_HIT,    /* already copied into the caller's buffer */
+    /* copied (sc_read), or pinned in the hits (sc_read_pinned) */
+    SC_PIECE_HIT,
     SC_PIECE_FETCH,  /* caller must run fetch job @job, then read again */
     /*
      * another fetch fills it, or a write-around replaces it: wait for any
@@ -162,8 +163,58 @@ enum {
 };
 
 /*
+ * Cached bytes a read found, to be copied out without the caller's lock:
+ * sc_read_pinned() pins the pages that hold them (a pinned page never
+ * changes: writes and fetches copy it first), sc_hits_copy() copies them,
+ * sc_hits_release() unpins them.  The caller owns the storage (usually on
+ * its stack); the fields are the core's.
+ */
+#define SC_HITS_INLINE 4
+
+typedef struct SCHitCopy {
+    const uint8_t *src;
+    uint64_t len;
+    uint64_t dst;               /* bytes from the start of the read */
+    void *page;
+} SCHitCopy;
+
+typedef struct SCHits {
+    uint32_t n;
+    uint32_t cap;
+    SCHitCopy *v;               /* inline_v or allocated */
+    SCHitCopy inline_v[SC_HITS_INLINE];
+    GList link;                 /* the cache's pinned hit sets */
+} SCHits;
+
+/*
+ * Like sc_read(), but the cached bytes are not copied: they are pinned and
+ * described in @hits (initialised by this call).  Copy them with
+ * sc_hits_copy(), without any lock, then give them back with
+ * sc_hits_release() under the lock.  That keeps the bulk of a cache hit,
+ * the copy, out of the lock that the other threads of a multiqueue disk
+ * wait for.
+ */
+GArray *sc_read_pinned(SCCache *c, uint64_t offset, uint64_t len,
+                       unsigned flags, int64_t now_ns, SCHits *hits);
+
+/* Copy the hits into @iov, whose byte @iov_offset is the read's start. */
+void sc_hits_copy(const SCHits *hits, const struct iovec *iov, int iovcnt,
+                  size_t iov_offset);
+
+/*
+ * Unpin the hits' pages (under the caller's lock).  Hits that pin nothing
+ * (sc_hits_empty()) need no release, and so no lock.
+ */
+void sc_hits_release(SCCache *c, SCHits *hits);
+
+static inline bool sc_hits_empty(const SCHits *hits)
+{
+    return hits->n == 0;
+}
+
+/*
  * Read [@offset, @offset + @len) into @iov (starting @iov_offset bytes into
- * it).  Every byte the cache holds in any state (clean, dirty, under
+ * it): sc_read_pinned(), sc_hits_copy() and sc_hits_release() in one.  Every byte the cache holds in any state (clean, dirty, under
  * writeback) is copied at once; the newest data always wins.  Returns the
  * pieces the request was cut into, in disk order, as a GArray of SCPiece
  * (free with g_array_unref()).  Fetch jobs are returned with their buffer

@@ -7,7 +7,8 @@
  * simulated nodes hold (disk, disk_ver).  Every write gets a new version.
  * Checks:
  *   - every byte a read returns from the cache, or reads directly, equals
- *     exp at that moment (reads always see the newest data);
+ *     exp at that moment (reads always see the newest data), also when
+ *     the read's hits are pinned and copied several operations later;
  *   - a writeback job carries exactly the newest data when issued, its
  *     buffer does not change while in flight, and it never lands on a node
  *     over a newer version (newest data reaches the node last);
@@ -94,6 +95,7 @@ typedef struct Model {
     GPtrArray *reads;
     GPtrArray *tickets;
     GPtrArray *arounds;         /* MAround */
+    GPtrArray *pinned;          /* MPinned: reads not copied yet */
     int64_t now;
     uint64_t fetch_completions; /* and write-arounds landed */
     uint64_t failures;          /* writeback failures the guest must see */
@@ -566,7 +568,8 @@ static bool add_fetch_job(Model *m, const SCJob *job, bool from_pf,
 
 /* Check the pieces of a read of [off, off + len) into @buf. */
 static bool read_pieces(Model *m, MRead *r, uint64_t off, uint64_t len,
-                        uint8_t *buf, GArray *pieces, uint32_t sel)
+                        uint8_t *buf, GArray *pieces, uint32_t sel,
+                        bool pinned)
 {
     uint64_t pos = off;
     guint i;
@@ -581,7 +584,8 @@ static bool read_pieces(Model *m, MRead *r, uint64_t off, uint64_t len,
         pos += p->len;
         switch (p->kind) {
         case SC_PIECE_HIT:
-            MCHECK(m, !memcmp(b, m->exp + p->offset, p->len),
+            /* a pinned read's hits are copied and checked later */
+            MCHECK(m, pinned || !memcmp(b, m->exp + p->offset, p->len),
                    "read of [%" PRIu64 ", +%" PRIu64 ") returned stale "
                    "data", p->offset, p->len);
             break;
@@ -612,6 +616,96 @@ static bool read_pieces(Model *m, MRead *r, uint64_t off, uint64_t len,
     return true;
 }
 
+/*
+ * A read whose hits are pinned, copied only some operations later (as the
+ * glue copies them once it dropped its lock, while other threads write,
+ * fetch and evict): the copy must still give what the guest had written
+ * when the read looked.
+ */
+typedef struct MPinned {
+    SCHits hits;
+    uint64_t off;
+    uint64_t len;
+    uint8_t *want;              /* exp at the time of the read */
+    GArray *ranges;             /* SCPiece: the HIT pieces */
+} MPinned;
+
+static bool finish_pinned(Model *m, MPinned *p)
+{
+    uint8_t *got = m->cmp_scratch;
+    struct iovec iov = { got, p->len };
+    bool ok = true;
+    guint i;
+
+    sc_hits_copy(&p->hits, &iov, 1, 0);
+    sc_hits_release(m->c, &p->hits);
+    for (i = 0; i < p->ranges->len && ok; i++) {
+        SCPiece *r = &g_array_index(p->ranges, SCPiece, i);
+        uint64_t at = r->offset - p->off;
+
+        if (memcmp(got + at, p->want + at, r->len)) {
+            model_fail(m, "pinned hit [%" PRIu64 ", +%" PRIu64 ") changed "
+                       "before it was copied", r->offset, r->len);
+            ok = false;
+        }
+    }
+    g_free(p->want);
+    g_array_unref(p->ranges);
+    g_free(p);
+    return ok;
+}
+
+static bool finish_all_pinned(Model *m)
+{
+    bool ok = true;
+
+    while (m->pinned->len) {
+        ok = finish_pinned(m, g_ptr_array_steal_index(m->pinned, 0)) && ok;
+    }
+    return ok;
+}
+
+static bool do_read_pinned(Model *m, uint64_t off, uint64_t len,
+                           uint32_t sel)
+{
+    MPinned *p = g_new0(MPinned, 1);
+    GArray *pieces;
+    MRead *r;
+    guint i;
+    bool ok;
+
+    p->off = off;
+    p->len = len;
+    p->want = g_memdup2(m->exp + off, len);
+    p->ranges = g_array_new(FALSE, FALSE, sizeof(SCPiece));
+    pieces = sc_read_pinned(m->c, off, len, 0, m->now, &p->hits);
+    r = g_new0(MRead, 1);
+    r->off = off;
+    r->len = len;
+    r->pending = g_array_new(FALSE, FALSE, sizeof(SCPiece));
+    r->jobs = g_array_new(FALSE, FALSE, sizeof(uint64_t));
+    memset(m->data_scratch, 0xA5, len);
+    ok = read_pieces(m, r, off, len, m->data_scratch, pieces, sel, true);
+    for (i = 0; i < pieces->len; i++) {
+        SCPiece *pc = &g_array_index(pieces, SCPiece, i);
+
+        if (pc->kind == SC_PIECE_HIT) {
+            g_array_append_val(p->ranges, *pc);
+        }
+    }
+    g_array_unref(pieces);
+    g_ptr_array_add(m->pinned, p);
+    /* the rest of the read goes on as any read's does */
+    r->fetch_mark = m->fetch_completions;
+    if (ok && r->pending->len) {
+        r->buf = g_memdup2(m->data_scratch, len);
+        g_ptr_array_add(m->reads, r);
+    } else {
+        mread_free(r);
+    }
+    return ok;
+}
+
 static bool do_read(Model *m, const ModelOp *op)
 {
     struct iovec iov[MODEL_MAX_IOV];
@@ -626,6 +720,9 @@ static bool do_read(Model *m, const ModelOp *op)
     if (!clamp_range(m, op->a, op->b, &off, &len)) {
         return true;
     }
+    if (op->c % 4 == 1) {
+        return do_read_pinned(m, off, len, op->c);
+    }
     r = g_new0(MRead, 1);
     r->off = off;
     r->len = len;
@@ -634,7 +731,7 @@ static bool do_read(Model *m, const ModelOp *op)
     memset(m->data_scratch, 0xA5, len);
     cnt = make_iov(m, m->data_scratch, len, op->c, iov, &iov_off, &store);
     pieces = sc_read(m->c, off, len, iov, cnt, iov_off, 0, m->now);
-    ok = read_pieces(m, r, off, len, store + iov_off, pieces, op->c);
+    ok = read_pieces(m, r, off, len, store + iov_off, pieces, op->c, false);
     g_array_unref(pieces);
     r->fetch_mark = m->fetch_completions;
     if (ok && r->pending->len) {
@@ -682,7 +779,7 @@ static bool retry_read(Model *m, MRead *r, bool *finished)
                                  flags, m->now);
         bool ok = read_pieces(m, r, p->offset, p->len,
                               r->buf + (p->offset - r->off), pieces,
-                              r->retries);
+                              r->retries, false);
 
         g_array_unref(pieces);
         if (!ok) {
@@ -1263,6 +1360,10 @@ static bool do_drop(Model *m)
     bool busy;
     int r;
 
+    /* QEMU drops the cache with no request in flight, no read either */
+    if (!finish_all_pinned(m)) {
+        return false;
+    }
     sc_cache_get_stats(m->c, &st);
     busy = m->jobs->len || st.dirty_bytes || m->arounds->len;
     r = sc_cache_drop(m->c);
@@ -1346,6 +1447,10 @@ static bool check_invariants(Model *m, bool full)
 
 static bool run_op(Model *m, const ModelOp *op)
 {
+    /* pinned hits are copied some operations after their read */
+    if (op->a % 4 == 0 && !finish_all_pinned(m)) {
+        return false;
+    }
     switch (op->kind % MOP__MAX) {
     case MOP_READ:
         return do_read(m, op);
@@ -1393,6 +1498,9 @@ static bool drain(Model *m)
 
     m->inject = false;
     m->op_index = SIZE_MAX;
+    if (!finish_all_pinned(m)) {
+        return false;
+    }
     for (rounds = 0; rounds < 100000; rounds++) {
         if (!drain_arounds(m) || !drain_jobs(m, 0) ||
             !do_retry(m, 0, true)) {
@@ -1469,6 +1577,7 @@ bool model_run(const ModelConfig *cfg, const ModelOp *ops, size_t n,
     m.reads = g_ptr_array_new_with_free_func(mread_free);
     m.tickets = g_ptr_array_new();
     m.arounds = g_ptr_array_new_with_free_func(maround_free);
+    m.pinned = g_ptr_array_new();
     m.inject = true;
 
     for (i = 0; i < n && ok; i++) {
@@ -1503,6 +1612,15 @@ bool model_run(const ModelConfig *cfg, const ModelOp *ops, size_t n,
     }
     g_ptr_array_unref(m.jobs);
     g_ptr_array_unref(m.reads);
+    while (m.pinned->len) {
+        MPinned *p = g_ptr_array_steal_index(m.pinned, 0);
+
+        sc_hits_release(m.c, &p->hits);
+        g_free(p->want);
+        g_array_unref(p->ranges);
+        g_free(p);
+    }
+    g_ptr_array_unref(m.pinned);
     while (m.arounds->len) {
         MAround *a = g_ptr_array_steal_index(m.arounds, 0);
 
