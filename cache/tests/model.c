@@ -616,6 +616,31 @@ static bool read_pieces(Model *m, MRead *r, uint64_t off, uint64_t len,
     return true;
 }
 
+/* A read of [off, off + len) about to start; data_scratch is its buffer. */
+static MRead *mread_new(Model *m, uint64_t off, uint64_t len)
+{
+    MRead *r = g_new0(MRead, 1);
+
+    r->off = off;
+    r->len = len;
+    r->pending = g_array_new(FALSE, FALSE, sizeof(SCPiece));
+    r->jobs = g_array_new(FALSE, FALSE, sizeof(uint64_t));
+    memset(m->data_scratch, 0xA5, len);
+    return r;
+}
+
+/* Keep @r (whose data so far is @buf) if it has pieces left to read. */
+static void mread_keep(Model *m, MRead *r, const uint8_t *buf, bool ok)
+{
+    r->fetch_mark = m->fetch_completions;
+    if (ok && r->pending->len) {
+        r->buf = g_memdup2(buf, r->len);
+        g_ptr_array_add(m->reads, r);
+    } else {
+        mread_free(r);
+    }
+}
+
 /*
  * A read whose hits are pinned, copied only some operations later (as the
  * glue copies them once it dropped its lock, while other threads write,
@@ -679,12 +704,7 @@ static bool do_read_pinned(Model *m, uint64_t off, uint64_t len,
     p->want = g_memdup2(m->exp + off, len);
     p->ranges = g_array_new(FALSE, FALSE, sizeof(SCPiece));
     pieces = sc_read_pinned(m->c, off, len, 0, m->now, &p->hits);
-    r = g_new0(MRead, 1);
-    r->off = off;
-    r->len = len;
-    r->pending = g_array_new(FALSE, FALSE, sizeof(SCPiece));
-    r->jobs = g_array_new(FALSE, FALSE, sizeof(uint64_t));
-    memset(m->data_scratch, 0xA5, len);
+    r = mread_new(m, off, len);
     ok = read_pieces(m, r, off, len, m->data_scratch, pieces, sel, true);
     for (i = 0; i < pieces->len; i++) {
         SCPiece *pc = &g_array_index(pieces, SCPiece, i);
@@ -696,13 +716,7 @@ static bool do_read_pinned(Model *m, uint64_t off, uint64_t len,
     g_array_unref(pieces);
     g_ptr_array_add(m->pinned, p);
     /* the rest of the read goes on as any read's does */
-    r->fetch_mark = m->fetch_completions;
-    if (ok && r->pending->len) {
-        r->buf = g_memdup2(m->data_scratch, len);
-        g_ptr_array_add(m->reads, r);
-    } else {
-        mread_free(r);
-    }
+    mread_keep(m, r, m->data_scratch, ok);
     return ok;
 }
 
@@ -723,23 +737,12 @@ static bool do_read(Model *m, const ModelOp *op)
     if (op->c % 4 == 1) {
         return do_read_pinned(m, off, len, op->c);
     }
-    r = g_new0(MRead, 1);
-    r->off = off;
-    r->len = len;
-    r->pending = g_array_new(FALSE, FALSE, sizeof(SCPiece));
-    r->jobs = g_array_new(FALSE, FALSE, sizeof(uint64_t));
-    memset(m->data_scratch, 0xA5, len);
+    r = mread_new(m, off, len);
     cnt = make_iov(m, m->data_scratch, len, op->c, iov, &iov_off, &store);
     pieces = sc_read(m->c, off, len, iov, cnt, iov_off, 0, m->now);
     ok = read_pieces(m, r, off, len, store + iov_off, pieces, op->c, false);
     g_array_unref(pieces);
-    r->fetch_mark = m->fetch_completions;
-    if (ok && r->pending->len) {
-        r->buf = g_memdup2(store + iov_off, len);
-        g_ptr_array_add(m->reads, r);
-    } else {
-        mread_free(r);
-    }
+    mread_keep(m, r, store + iov_off, ok);
     return ok;
 }
 
