@@ -157,9 +157,10 @@ class Cell:
                      'dirty data')
 
     def enter_writeback(self):
-        """Writeback in flight to slow nodes (throttled writes), more dirty
-        data waiting behind it."""
-        self.vm.throttle(**{'bps-write': 1 * MiB})
+        """Writeback in flight to slow nodes (throttled writes, half a
+        second for what is over target-dirty), more dirty data waiting
+        behind it."""
+        self.vm.throttle(**{'bps-write': 512 * KiB})
         self.guest.write(6 * MiB, 768 * KiB)
         self.require(self.stats().get('writeback-inflight-bytes', 0) > 0,
                      'writeback in flight')
