@@ -81,7 +81,19 @@ class Machine(QemuProcess):
         return 'nbd+unix:///%s?socket=%s' % (name, self.nbd_sock)
 
     def unexport(self, name, mode='safe', timeout=60):
-        self.cmd('block-export-del', id='exp-' + name, mode=mode)
+        """Remove export @name.  A client that just dropped its
+        connection may still count as a user until the server's
+        coroutine for it has ended, so 'safe' mode retries for a while."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                self.cmd('block-export-del', id='exp-' + name, mode=mode)
+                break
+            except QMPError as e:
+                if ('still in use' not in str(e)
+                        or time.monotonic() > deadline):
+                    raise
+                time.sleep(0.02)
         if not self.qmp.wait_event('BLOCK_EXPORT_DELETED', timeout):
             raise QMPError('export %s not deleted in %d s' % (name, timeout))
 
