@@ -28,6 +28,7 @@
 #include "qemu/coroutine.h"
 #include "qemu/iov.h"
 #include "qemu/main-loop.h"
+#include "qemu/processor.h"
 #include "stripe.h"
 #include "trace.h"
 
@@ -48,6 +49,7 @@ static void coroutine_fn stripe_job_co(void *opaque)
     BlockDriverState *bs = j->bs;
     BDRVStripeState *s = bs->opaque;
     StripeCache *c = s->cache;
+    StripeJobBatch batch;
     QEMUIOVector qiov;
     int ret;
 
@@ -65,17 +67,15 @@ static void coroutine_fn stripe_job_co(void *opaque)
 
     trace_stripe_cache_job_done(bs, j->writeback, j->job.id, j->job.offset,
                                 j->job.len, ret);
-    qemu_mutex_lock(&c->lock);
+    stripe_cache_lock(c);
     if (j->writeback) {
         sc_writeback_done(c->core, j->job.id, ret, stripe_cache_now());
     } else {
         sc_fetch_done(c->core, j->job.id, ret, stripe_cache_now());
     }
-    c->in_flight--;
-    qemu_co_queue_restart_all(&c->progress);
-    qemu_mutex_unlock(&c->lock);
-
-    stripe_cache_kick(bs, false);
+    stripe_cache_completed(c, &batch);
+    stripe_cache_unlock(c);
+    stripe_cache_start_jobs(bs, &batch);
     g_free(j);
     bdrv_dec_in_flight(bs);
 }
@@ -136,40 +136,101 @@ static void stripe_cache_timer_arm(StripeCache *c, int64_t now)
     }
 }
 
+/* Give back the pins of reads that copied their hits (under c->lock). */
+static void stripe_cache_unpin(StripeCache *c)
+{
+    QSLIST_HEAD(, StripeUnpin) list;
+    StripeUnpin *u, *next;
+
+    QSLIST_MOVE_ATOMIC(&list, &c->unpin);
+    QSLIST_FOREACH_SAFE(u, &list, next, next) {
+        sc_hits_release(c->core, &u->hits);
+        g_free(u);
+    }
+}
+
+/* Pins to give back once copied from: the next lock holder does it. */
+void stripe_cache_unpin_later(StripeCache *c, StripeUnpin *u)
+{
+    if (sc_hits_empty(&u->hits)) {
+        g_free(u);
+        return;
+    }
+    QSLIST_INSERT_HEAD_ATOMIC(&c->unpin, u, next);
+}
+
+void stripe_cache_lock(StripeCache *c)
+{
+    int i;
+
+    for (i = 0; i < STRIPE_CACHE_LOCK_SPINS; i++) {
+        if (qemu_mutex_trylock(&c->lock) == 0) {
+            break;
+        }
+        cpu_relax();
+    }
+    if (i == STRIPE_CACHE_LOCK_SPINS) {
+        qemu_mutex_lock(&c->lock);
+    }
+    if (qatomic_read(&c->unpin.slh_first)) {
+        stripe_cache_unpin(c);
+    }
+}
+
+void stripe_cache_unlock(StripeCache *c)
+{
+    qemu_mutex_unlock(&c->lock);
+}
+
 /*
- * Start every job the core allows now.  @force: also while drained, for
- * the requests that wait for them (they are in flight, and the drain waits
- * for them).  The jobs are collected under one hold of the lock and
- * started after it is dropped: a job may run until its first yield right
- * away.
+ * Take from the core the jobs it allows now, at most a batch, and arm the
+ * timer for what is due later.  Called with c->lock held; the caller
+ * starts them with stripe_cache_start_jobs() once it has dropped the lock
+ * (a job may run until its first yield right away).  A request collects
+ * them in the same hold of the lock as its own work: taking the lock once
+ * more per request for this was most of the contention between iothreads.
+ * @force: also while drained, for the requests that wait for the jobs
+ * (they are in flight, and the drain waits for them).
  */
+void stripe_cache_collect_jobs(StripeCache *c, bool force, int64_t now,
+                               StripeJobBatch *b)
+{
+    b->force = force;
+    for (b->n = 0; b->n < STRIPE_CACHE_KICK_BATCH &&
+         stripe_next_job(c, force, now, &b->jobs[b->n],
+                         &b->writeback[b->n]); b->n++) {
+        /* collected */
+    }
+    if (b->n < STRIPE_CACHE_KICK_BATCH) {
+        stripe_cache_timer_arm(c, now);
+    }
+}
+
+/* Start the jobs of @b; a full batch may have left more: kick for them. */
+void stripe_cache_start_jobs(BlockDriverState *bs, StripeJobBatch *b)
+{
+    for (unsigned i = 0; i < b->n; i++) {
+        stripe_job_start(bs, &b->jobs[i], b->writeback[i]);
+    }
+    if (b->n == STRIPE_CACHE_KICK_BATCH) {
+        stripe_cache_kick(bs, b->force);
+    }
+}
+
+/* Start every job the core allows now (see stripe_cache_collect_jobs). */
 void stripe_cache_kick(BlockDriverState *bs, bool force)
 {
     BDRVStripeState *s = bs->opaque;
     StripeCache *c = s->cache;
-    SCJob jobs[STRIPE_CACHE_KICK_BATCH];
-    bool writeback[STRIPE_CACHE_KICK_BATCH];
-    int64_t now;
-    unsigned n, i;
+    StripeJobBatch batch;
 
     if (!c) {
         return;
     }
-    do {
-        qemu_mutex_lock(&c->lock);
-        now = stripe_cache_now();
-        for (n = 0; n < STRIPE_CACHE_KICK_BATCH &&
-             stripe_next_job(c, force, now, &jobs[n], &writeback[n]); n++) {
-            /* collected */
-        }
-        if (n < STRIPE_CACHE_KICK_BATCH) {
-            stripe_cache_timer_arm(c, now);
-        }
-        qemu_mutex_unlock(&c->lock);
-        for (i = 0; i < n; i++) {
-            stripe_job_start(bs, &jobs[i], writeback[i]);
-        }
-    } while (n == STRIPE_CACHE_KICK_BATCH);
+    stripe_cache_lock(c);
+    stripe_cache_collect_jobs(c, force, stripe_cache_now(), &batch);
+    stripe_cache_unlock(c);
+    stripe_cache_start_jobs(bs, &batch);
 }
 
 /* Age-based writeback and retries after errors. */
@@ -178,9 +239,9 @@ static void stripe_cache_timer_cb(void *opaque)
     BlockDriverState *bs = opaque;
     BDRVStripeState *s = bs->opaque;
 
-    qemu_mutex_lock(&s->cache->lock);
+    stripe_cache_lock(s->cache);
     s->cache->timer_deadline = INT64_MAX;
-    qemu_mutex_unlock(&s->cache->lock);
+    stripe_cache_unlock(s->cache);
     stripe_cache_kick(bs, false);
 }
 
@@ -206,35 +267,60 @@ void stripe_cache_timer_detach(BlockDriverState *bs)
 /* Stop the timer: drained, inactive or closing. */
 void stripe_cache_timer_stop(StripeCache *c)
 {
-    qemu_mutex_lock(&c->lock);
+    stripe_cache_lock(c);
     if (c->timer) {
         timer_del(c->timer);
     }
     c->timer_deadline = INT64_MAX;
-    qemu_mutex_unlock(&c->lock);
+    stripe_cache_unlock(c);
+}
+
+/*
+ * A job or write-around has ended and the core has its result (called
+ * with c->lock held): wake the waiters and collect what may start now.
+ * Collected with force when requests wait: they are in flight, so a drain
+ * waits for them, and they do not kick by themselves after each wakeup
+ * (stripe_cache_wait_progress()).
+ */
+void stripe_cache_completed(StripeCache *c, StripeJobBatch *b)
+{
+    bool waiters = !qemu_co_queue_empty(&c->progress);
+
+    c->in_flight--;
+    qemu_co_queue_restart_all(&c->progress);
+    stripe_cache_collect_jobs(c, waiters, stripe_cache_now(), b);
 }
 
 /*
  * Wait for progress: some job or write-around completes, or the next
  * deadline passes.  Called with c->lock held, by a request in flight that
- * waits for the cache; returns with it held.  First start whatever may
- * start (drained or not: the drain waits for this request; and what is in
- * flight, a write-around say, may not be what this request needs).  If
- * nothing is in flight and nothing can start before a deadline (every
- * node with dirty data is backing off after an error), sleep until it.
+ * waits for the cache; returns with it held.  With @kick, first start
+ * whatever may start (drained or not: the drain waits for this request;
+ * and what is in flight, a write-around say, may not be what this request
+ * needs): a request's first wait kicks, since its own call into the core
+ * may have made work due.  After a wakeup by a completion there is no
+ * need: the completion collected what it made startable
+ * (stripe_cache_completed()), and a kick by each of the woken waiters
+ * would cost time quadratic in their number.  If nothing is in flight and
+ * nothing can start before a deadline (every node with dirty data is
+ * backing off after an error), sleep until it.  Returns whether the next
+ * wait must kick: after such a sleep, only time has changed.
  */
-void coroutine_fn stripe_cache_wait_progress(BlockDriverState *bs)
+bool coroutine_fn stripe_cache_wait_progress(BlockDriverState *bs, bool kick)
 {
     BDRVStripeState *s = bs->opaque;
     StripeCache *c = s->cache;
     int64_t now, wait;
 
-    qemu_mutex_unlock(&c->lock);
-    stripe_cache_kick(bs, true);
-    qemu_mutex_lock(&c->lock);
+    /* nothing in flight: no completion will collect for us */
+    if (kick || !c->in_flight) {
+        stripe_cache_unlock(c);
+        stripe_cache_kick(bs, true);
+        stripe_cache_lock(c);
+    }
     if (c->in_flight) {
         qemu_co_queue_wait(&c->progress, &c->lock);
-        return;
+        return false;
     }
     now = stripe_cache_now();
     wait = sc_next_deadline(c->core, now);
@@ -242,9 +328,10 @@ void coroutine_fn stripe_cache_wait_progress(BlockDriverState *bs)
                              : MIN(wait - now, STRIPE_CACHE_IDLE_WAIT_NS);
     wait = MAX(wait, STRIPE_CACHE_MIN_WAIT_NS);
     trace_stripe_cache_wait_deadline(bs, wait);
-    qemu_mutex_unlock(&c->lock);
+    stripe_cache_unlock(c);
     qemu_co_sleep_ns(QEMU_CLOCK_REALTIME, wait);
-    qemu_mutex_lock(&c->lock);
+    stripe_cache_lock(c);
+    return true;
 }
 
 /*
@@ -256,10 +343,11 @@ int coroutine_fn stripe_cache_wait_ticket(BlockDriverState *bs,
 {
     BDRVStripeState *s = bs->opaque;
     StripeCache *c = s->cache;
+    bool kick = true;
     int ret;
 
     while ((ret = sc_flush_status(c->core, ticket)) == 1) {
-        stripe_cache_wait_progress(bs);
+        kick = stripe_cache_wait_progress(bs, kick);
     }
     sc_flush_release(c->core, ticket);
     return ret;

@@ -91,11 +91,11 @@ void stripe_cache_reconfigure(BlockDriverState *bs, const SCOptions *opts,
     SCOptions o;
 
     stripe_cache_effective_opts(opts, flags, &o);
-    qemu_mutex_lock(&s->cache->lock);
+    stripe_cache_lock(s->cache);
     if (!sc_cache_reconfigure(s->cache->core, &o, &msg)) {
         warn_report("stripe: cache options not changed: %s", msg);
     }
-    qemu_mutex_unlock(&s->cache->lock);
+    stripe_cache_unlock(s->cache);
 }
 
 /* The cache must be clean and idle (written back, drained). */
@@ -105,6 +105,9 @@ static void stripe_cache_free(BlockDriverState *bs)
     StripeCache *c = s->cache;
 
     stripe_cache_timer_detach(bs);
+    /* taking the lock gives back the pins of the last reads */
+    stripe_cache_lock(c);
+    stripe_cache_unlock(c);
     sc_cache_free(c->core);
     qemu_mutex_destroy(&c->lock);
     g_free(c);
@@ -123,10 +126,10 @@ int coroutine_fn GRAPH_RDLOCK stripe_cache_co_writeback_all(
     SCFlush *ticket;
     int ret;
 
-    qemu_mutex_lock(&c->lock);
+    stripe_cache_lock(c);
     ticket = sc_flush_begin(c->core, false);
     ret = stripe_cache_wait_ticket(bs, ticket);
-    qemu_mutex_unlock(&c->lock);
+    stripe_cache_unlock(c);
     if (ret == 0) {
         ret = stripe_co_flush_nodes(bs);
     }
@@ -196,9 +199,9 @@ void stripe_cache_close(BlockDriverState *bs)
      * no more jobs and let those end (a job's last act is to leave the
      * node's in-flight count) before the cache goes away.
      */
-    qemu_mutex_lock(&s->cache->lock);
+    stripe_cache_lock(s->cache);
     s->cache->inactive = true;
-    qemu_mutex_unlock(&s->cache->lock);
+    stripe_cache_unlock(s->cache);
     BDRV_POLL_WHILE(bs, qatomic_read(&bs->in_flight) > 0);
     stripe_cache_free(bs);
 }
@@ -234,11 +237,11 @@ static int coroutine_fn GRAPH_RDLOCK stripe_fetch_task_entry(AioTask *task)
     qemu_iovec_init_external(&qiov, t->piece.job.iov, t->piece.job.iovcnt);
     ret = stripe_co_rw(t->bs, STRIPE_OP_READ, t->piece.job.offset,
                        t->piece.job.len, &qiov, 0, 0);
-    qemu_mutex_lock(&c->lock);
+    stripe_cache_lock(c);
     sc_fetch_done(c->core, t->piece.job.id, ret, stripe_cache_now());
     c->in_flight--;
     qemu_co_queue_restart_all(&c->progress);
-    qemu_mutex_unlock(&c->lock);
+    stripe_cache_unlock(c);
     return ret;
 }
 
@@ -256,31 +259,22 @@ static guint issued_count(GArray *pieces)
 /*
  * Copy the cached bytes that this round's reads of @todo pinned into the
  * guest's buffer, with the lock dropped (other threads' requests go on
- * meanwhile), then unpin them.  Byte @base + X of @qiov is disk offset X.
- * No @hits: the reads copied under the lock.
+ * meanwhile); the pins are given back by the next holder of the lock.
+ * Byte @base + X of @qiov is disk offset X.
  */
-static void stripe_cache_copy_hits(StripeCache *c, SCHits *hits,
+static void stripe_cache_copy_hits(StripeCache *c, StripeUnpin **hits,
                                    GArray *todo, QEMUIOVector *qiov,
                                    int64_t base)
 {
-    bool pinned = false;
     guint i;
 
-    if (!hits) {
-        return;
-    }
     for (i = 0; i < todo->len; i++) {
         SCPiece *r = &g_array_index(todo, SCPiece, i);
 
-        sc_hits_copy(&hits[i], qiov->iov, qiov->niov, base + r->offset);
-        pinned |= !sc_hits_empty(&hits[i]);
-    }
-    if (pinned) {
-        WITH_QEMU_LOCK_GUARD(&c->lock) {
-            for (i = 0; i < todo->len; i++) {
-                sc_hits_release(c->core, &hits[i]);
-            }
-        }
+        sc_hits_copy(&hits[i]->hits, qiov->iov, qiov->niov,
+                     base + r->offset);
+        stripe_cache_unpin_later(c, hits[i]);
+        hits[i] = NULL;
     }
 }
 
@@ -291,9 +285,10 @@ stripe_cache_co_preadv(BlockDriverState *bs, int64_t offset, int64_t bytes,
     BDRVStripeState *s = bs->opaque;
     StripeCache *c = s->cache;
     g_autoptr(GArray) todo = g_array_new(false, false, sizeof(SCPiece));
-    SCHits stack_hits[2], *hits;
-    g_autofree SCHits *heap_hits = NULL;
+    StripeUnpin *stack_hits[2], **hits;
+    g_autofree StripeUnpin **heap_hits = NULL;
     unsigned flags = 0, round;
+    bool kick = true;
     int ret = 0;
 
     g_array_append_val(todo, ((SCPiece) { .offset = offset,
@@ -302,7 +297,9 @@ stripe_cache_co_preadv(BlockDriverState *bs, int64_t offset, int64_t bytes,
         /* made only if a piece is not a hit: most reads are all hits */
         g_autoptr(GArray) next = NULL;
         AioTaskPool *pool = NULL;
+        StripeJobBatch batch;
         bool need_wait = false, issued = false;
+        int64_t now;
         guint i, j;
 
         /*
@@ -314,29 +311,19 @@ stripe_cache_co_preadv(BlockDriverState *bs, int64_t offset, int64_t bytes,
         if (round >= STRIPE_CACHE_MAX_READ_ROUNDS) {
             flags |= SC_READ_DIRECT;
         }
-        /*
-         * Large hits are copied with the lock dropped; a small one costs
-         * less copied under it than pinned, relocked and unpinned.
-         */
-        hits = NULL;
-        if (bytes > STRIPE_CACHE_COPY_UNDER_LOCK) {
-            hits = todo->len <= G_N_ELEMENTS(stack_hits) ? stack_hits :
-                   (heap_hits = g_renew(SCHits, heap_hits, todo->len));
+        hits = todo->len <= G_N_ELEMENTS(stack_hits) ? stack_hits :
+               (heap_hits = g_renew(StripeUnpin *, heap_hits, todo->len));
+        for (i = 0; i < todo->len; i++) {
+            hits[i] = g_new(StripeUnpin, 1);
         }
-        qemu_mutex_lock(&c->lock);
+        stripe_cache_lock(c);
+        now = stripe_cache_now();
         for (i = 0; i < todo->len; i++) {
             SCPiece *r = &g_array_index(todo, SCPiece, i);
             g_autoptr(GArray) pieces = NULL;
 
-            if (hits) {
-                pieces = sc_read_pinned(c->core, r->offset, r->len, flags,
-                                        stripe_cache_now(), &hits[i]);
-            } else {
-                pieces = sc_read(c->core, r->offset, r->len, qiov->iov,
-                                 qiov->niov,
-                                 qiov_offset + (r->offset - offset), flags,
-                                 stripe_cache_now());
-            }
+            pieces = sc_read_pinned(c->core, r->offset, r->len, flags, now,
+                                    &hits[i]->hits);
             for (j = 0; j < pieces->len; j++) {
                 SCPiece *p = &g_array_index(pieces, SCPiece, j);
 
@@ -360,11 +347,13 @@ stripe_cache_co_preadv(BlockDriverState *bs, int64_t offset, int64_t bytes,
             issued |= k == SC_PIECE_FETCH || k == SC_PIECE_DIRECT;
         }
         if (need_wait && !issued) {
-            stripe_cache_wait_progress(bs);
+            kick = stripe_cache_wait_progress(bs, kick);
+            now = stripe_cache_now();
         }
-        qemu_mutex_unlock(&c->lock);
+        stripe_cache_collect_jobs(c, false, now, &batch);
+        stripe_cache_unlock(c);
         stripe_cache_copy_hits(c, hits, todo, qiov, qiov_offset - offset);
-        stripe_cache_kick(bs, false);
+        stripe_cache_start_jobs(bs, &batch);
 
         g_array_set_size(todo, 0);
         if (!next) {
@@ -438,22 +427,24 @@ stripe_cache_co_send_around(BlockDriverState *bs, SCAround *a, StripeOp op,
 {
     BDRVStripeState *s = bs->opaque;
     StripeCache *c = s->cache;
+    StripeJobBatch batch;
+    bool kick = true;
     int ret;
 
     c->in_flight++;
     while (!sc_around_ready(c->core, a)) {
-        stripe_cache_wait_progress(bs);
+        kick = stripe_cache_wait_progress(bs, kick);
     }
-    qemu_mutex_unlock(&c->lock);
+    stripe_cache_unlock(c);
 
     ret = stripe_co_rw(bs, op, offset, bytes, qiov, qiov_offset, flags);
     trace_stripe_cache_write_around(bs, op, offset, bytes, ret);
 
-    qemu_mutex_lock(&c->lock);
+    stripe_cache_lock(c);
     sc_around_end(c->core, a, ret);
-    c->in_flight--;
-    qemu_co_queue_restart_all(&c->progress);
-    qemu_mutex_unlock(&c->lock);
+    stripe_cache_completed(c, &batch);
+    stripe_cache_unlock(c);
+    stripe_cache_start_jobs(bs, &batch);
     return ret;
 }
 
@@ -471,7 +462,7 @@ stripe_cache_co_write_around(BlockDriverState *bs, StripeOp op,
     StripeCache *c = s->cache;
     SCAround *a;
 
-    qemu_mutex_lock(&c->lock);
+    stripe_cache_lock(c);
     a = sc_around_begin(c->core, offset, bytes);
     return stripe_cache_co_send_around(bs, a, op, offset, bytes, qiov,
                                        qiov_offset, flags);
@@ -486,11 +477,11 @@ stripe_cache_co_pwritev(BlockDriverState *bs, int64_t offset, int64_t bytes,
     StripeCache *c = s->cache;
     unsigned wflags = (flags & BDRV_REQ_FUA) ? SC_WRITE_FUA : 0;
     uint64_t failed = 0;
-    bool blocked = false;
+    bool blocked = false, kick = true;
     SCWriteResult r;
     int ret;
 
-    qemu_mutex_lock(&c->lock);
+    stripe_cache_lock(c);
     for (;;) {
         uint64_t now_failed;
         int err;
@@ -509,35 +500,39 @@ stripe_cache_co_pwritev(BlockDriverState *bs, int64_t offset, int64_t bytes,
          */
         now_failed = sc_writeback_failures(c->core, &err);
         if (blocked && now_failed != failed) {
-            qemu_mutex_unlock(&c->lock);
+            stripe_cache_unlock(c);
             trace_stripe_cache_write_failed(bs, offset, bytes, err);
             return err;
         }
         blocked = true;
         failed = now_failed;
-        stripe_cache_wait_progress(bs);
+        kick = stripe_cache_wait_progress(bs, kick);
     }
 
     switch (r.status) {
-    case SC_WRITE_DONE:
+    case SC_WRITE_DONE: {
+        StripeJobBatch batch;
+
         if (r.delay_ns > 0) {
             c->throttled_writes++;
             c->throttle_ns += r.delay_ns;
         }
-        qemu_mutex_unlock(&c->lock);
-        stripe_cache_kick(bs, false);
+        stripe_cache_collect_jobs(c, false, stripe_cache_now(), &batch);
+        stripe_cache_unlock(c);
+        stripe_cache_start_jobs(bs, &batch);
         if (r.delay_ns > 0) {
             /* Pace the writer smoothly instead of stopping it at max. */
             trace_stripe_cache_throttle(bs, r.delay_ns);
             qemu_co_sleep_ns(QEMU_CLOCK_REALTIME, r.delay_ns);
         }
         return 0;
+    }
     case SC_WRITE_THROUGH:
-        qemu_mutex_unlock(&c->lock);
+        stripe_cache_unlock(c);
         stripe_cache_kick(bs, true);
-        qemu_mutex_lock(&c->lock);
+        stripe_cache_lock(c);
         ret = stripe_cache_wait_ticket(bs, r.wait);
-        qemu_mutex_unlock(&c->lock);
+        stripe_cache_unlock(c);
         return ret;
     case SC_WRITE_BYPASS:
         return stripe_cache_co_send_around(bs, r.around, STRIPE_OP_WRITE,
@@ -560,13 +555,13 @@ int coroutine_fn GRAPH_RDLOCK stripe_cache_co_flush(BlockDriverState *bs)
     SCFlush *ticket;
     int ret;
 
-    qemu_mutex_lock(&c->lock);
+    stripe_cache_lock(c);
     ticket = sc_flush_begin(c->core, true);
-    qemu_mutex_unlock(&c->lock);
+    stripe_cache_unlock(c);
     stripe_cache_kick(bs, true);
-    qemu_mutex_lock(&c->lock);
+    stripe_cache_lock(c);
     ret = stripe_cache_wait_ticket(bs, ticket);
-    qemu_mutex_unlock(&c->lock);
+    stripe_cache_unlock(c);
     /*
      * cache=unsafe writes the cache back all the same (a QEMU crash must
      * not lose it), but does not make the nodes flush their own caches.
@@ -576,12 +571,12 @@ int coroutine_fn GRAPH_RDLOCK stripe_cache_co_flush(BlockDriverState *bs)
     }
 
     took = stripe_cache_now() - start;
-    qemu_mutex_lock(&c->lock);
+    stripe_cache_lock(c);
     c->flush_count++;
     c->flush_errors += ret < 0;
     c->flush_ns_total += took;
     c->flush_ns_max = MAX(c->flush_ns_max, took);
-    qemu_mutex_unlock(&c->lock);
+    stripe_cache_unlock(c);
     trace_stripe_cache_flush(bs, took, ret);
     return ret;
 }
@@ -598,9 +593,9 @@ void stripe_cache_drain_begin(BlockDriverState *bs)
      * Background work stops; requests in flight still get the writeback
      * and fetches they wait for (see stripe-cache-jobs.c).
      */
-    qemu_mutex_lock(&s->cache->lock);
+    stripe_cache_lock(s->cache);
     s->cache->quiesced = true;
-    qemu_mutex_unlock(&s->cache->lock);
+    stripe_cache_unlock(s->cache);
     stripe_cache_timer_stop(s->cache);
 }
 
@@ -616,9 +611,9 @@ void stripe_cache_drain_end(BlockDriverState *bs)
 {
     BDRVStripeState *s = bs->opaque;
 
-    qemu_mutex_lock(&s->cache->lock);
+    stripe_cache_lock(s->cache);
     s->cache->quiesced = false;
-    qemu_mutex_unlock(&s->cache->lock);
+    stripe_cache_unlock(s->cache);
     /* No IO from a drain callback: resume background work from a BH. */
     bdrv_inc_in_flight(bs);
     aio_bh_schedule_oneshot(bdrv_get_aio_context(bs), stripe_cache_resume_bh,
@@ -635,9 +630,9 @@ int stripe_cache_inactivate(BlockDriverState *bs)
     if (ret < 0) {
         return ret;
     }
-    qemu_mutex_lock(&s->cache->lock);
+    stripe_cache_lock(s->cache);
     s->cache->inactive = true;
-    qemu_mutex_unlock(&s->cache->lock);
+    stripe_cache_unlock(s->cache);
     stripe_cache_timer_stop(s->cache);
     return 0;
 }
@@ -649,12 +644,12 @@ int stripe_cache_activate(BlockDriverState *bs, Error **errp)
     int ret;
 
     /* The nodes may have been written by another host meanwhile. */
-    qemu_mutex_lock(&c->lock);
+    stripe_cache_lock(c);
     ret = sc_cache_drop(c->core);
     if (ret == 0) {
         c->inactive = false;
     }
-    qemu_mutex_unlock(&c->lock);
+    stripe_cache_unlock(c);
     if (ret < 0) {
         error_setg_errno(errp, -ret, "stripe: cannot drop the cache: it "
                          "holds data not yet written to the nodes");

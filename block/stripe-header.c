@@ -186,9 +186,9 @@ stripe_co_reload_headers(BlockDriverState *bs, Error **errp)
         s->stale[i] = as.stale[i];
     }
     if (s->cache) {
-        qemu_mutex_lock(&s->cache->lock);
+        stripe_cache_lock(s->cache);
         sc_cache_set_disk_size(s->cache->core, as.geo.virtual_size);
-        qemu_mutex_unlock(&s->cache->lock);
+        stripe_cache_unlock(s->cache);
     }
     qatomic_set_u64(&s->geo.virtual_size, as.geo.virtual_size);
     return 0;

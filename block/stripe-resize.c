@@ -134,9 +134,9 @@ static void stripe_publish_size(BlockDriverState *bs, uint64_t size)
     BDRVStripeState *s = bs->opaque;
 
     if (s->cache) {
-        qemu_mutex_lock(&s->cache->lock);
+        stripe_cache_lock(s->cache);
         sc_cache_set_disk_size(s->cache->core, size);
-        qemu_mutex_unlock(&s->cache->lock);
+        stripe_cache_unlock(s->cache);
     }
     qatomic_set_u64(&s->geo.virtual_size, size);
 }

@@ -15,7 +15,7 @@ static StripeCacheStats *stripe_cache_stats(StripeCache *c)
     StripeCacheStats *st = g_new0(StripeCacheStats, 1);
     SCStats core;
 
-    qemu_mutex_lock(&c->lock);
+    stripe_cache_lock(c);
     sc_cache_get_stats(c->core, &core);
     *st = (StripeCacheStats) {
         .read_hit_requests = core.read_hit_requests,
@@ -49,7 +49,7 @@ static StripeCacheStats *stripe_cache_stats(StripeCache *c)
         .throttle_time_ns = c->throttle_ns,
         .blocked_writes = core.write_blocked_count,
     };
-    qemu_mutex_unlock(&c->lock);
+    stripe_cache_unlock(c);
     return st;
 }
 

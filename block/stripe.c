@@ -379,9 +379,9 @@ stripe_co_block_status(BlockDriverState *bs, bool want_zero, int64_t offset,
         uint64_t run;
         SCStatus st;
 
-        qemu_mutex_lock(&c->lock);
+        stripe_cache_lock(c);
         st = sc_block_status(c->core, offset, bytes, &run);
-        qemu_mutex_unlock(&c->lock);
+        stripe_cache_unlock(c);
         /*
          * Answers come in whole alignment blocks: a block with any byte
          * the cache holds is data (calling more data is always safe).

@@ -51,16 +51,18 @@
 
 /* Jobs taken from the core under one hold of its lock. */
 #define STRIPE_CACHE_KICK_BATCH         16
+/*
+ * Tries to take a contended cache lock before sleeping on it.  The
+ * critical sections are short (an index walk, a copy of at most
+ * STRIPE_CACHE_COPY_UNDER_LOCK bytes): the lock is usually free again
+ * within a microsecond, while sleeping and being woken costs two system
+ * calls and a context switch, several microseconds.
+ */
+#define STRIPE_CACHE_LOCK_SPINS         200
 
 /* In-flight writeback and prefetch jobs per node. */
 #define STRIPE_CACHE_WB_PER_NODE        4
 #define STRIPE_CACHE_FETCH_PER_NODE     4
-/*
- * Reads up to this size copy their cache hits under the cache lock: a
- * small copy costs less than pinning the pages, taking the lock again and
- * unpinning them.  Larger ones copy with the lock dropped.
- */
-#define STRIPE_CACHE_COPY_UNDER_LOCK    (4 * 1024)
 /* A reader starved by evictions this often reads around the cache. */
 #define STRIPE_CACHE_MAX_READ_ROUNDS    8
 /*
@@ -89,19 +91,36 @@
  * Locks, in the order they are taken:
  *   1. BDRVStripeState.resize_lock (CoMutex): resize and growth, held
  *      across their node IO;
- *   2. StripeCache.lock (QemuMutex): the cache.  Innermost: nothing else is
- *      taken while it is held, it is never held across a yield or a call
- *      into the block layer (qemu_co_queue_wait() drops it while it waits).
+ *   2. StripeCache.lock (QemuMutex, taken with stripe_cache_lock()): the
+ *      cache.  Innermost: nothing else is taken while it is held, it is
+ *      never held across a yield or a call into the block layer
+ *      (qemu_co_queue_wait() drops it while it waits), and it covers the
+ *      index and state transitions only: reads copy their hits with it
+ *      dropped (docs/cache-design.md, "Threads").
  *
  * StripeCache: every field under @lock, except @core's pointer and @lock
- * and @progress themselves (set at creation), and @timer, which is
+ * and @progress themselves (set at creation), @unpin (a lock-free list:
+ * pushed by readers without the lock, emptied by stripe_cache_lock()),
+ * and @timer, which is
  * created and freed in the main loop when no request is in flight
  * (attach/detach_aio_context, open, close); timer_mod() and timer_del()
  * are thread-safe.  Waiters on @progress are woken with
  * qemu_co_queue_restart_all(), which wakes each in its own AioContext.
  */
+/*
+ * The pages a read's cache hits pinned, copied from already: the pins are
+ * given back by whoever takes the cache lock next, so that a read takes
+ * the lock once, not again just to unpin.
+ */
+typedef struct StripeUnpin {
+    SCHits hits;
+    QSLIST_ENTRY(StripeUnpin) next;
+} StripeUnpin;
+
 typedef struct StripeCache {
     SCCache *core;
+    /* lock-free: pushed without @lock, emptied under it */
+    QSLIST_HEAD(, StripeUnpin) unpin;
     QemuMutex lock;             /* around every core call, never a yield */
     /* woken when any job or write-around completes */
     CoQueue progress;
@@ -232,11 +251,26 @@ int stripe_cache_activate(BlockDriverState *bs, Error **errp);
 
 /* stripe-cache-jobs.c */
 int64_t stripe_cache_now(void);
+/* Jobs collected under the cache lock, started after it is dropped. */
+typedef struct StripeJobBatch {
+    unsigned n;
+    bool force;
+    SCJob jobs[STRIPE_CACHE_KICK_BATCH];
+    bool writeback[STRIPE_CACHE_KICK_BATCH];
+} StripeJobBatch;
+
+void stripe_cache_lock(StripeCache *c);
+void stripe_cache_unpin_later(StripeCache *c, StripeUnpin *u);
+void stripe_cache_unlock(StripeCache *c);
 void stripe_cache_kick(BlockDriverState *bs, bool force);
+void stripe_cache_collect_jobs(StripeCache *c, bool force, int64_t now,
+                               StripeJobBatch *b);
+void stripe_cache_start_jobs(BlockDriverState *bs, StripeJobBatch *b);
 void stripe_cache_timer_attach(BlockDriverState *bs, AioContext *ctx);
 void stripe_cache_timer_detach(BlockDriverState *bs);
 void stripe_cache_timer_stop(StripeCache *c);
-void coroutine_fn stripe_cache_wait_progress(BlockDriverState *bs);
+bool coroutine_fn stripe_cache_wait_progress(BlockDriverState *bs, bool kick);
+void stripe_cache_completed(StripeCache *c, StripeJobBatch *b);
 int coroutine_fn stripe_cache_wait_ticket(BlockDriverState *bs,
                                           SCFlush *ticket);
 
