@@ -3,7 +3,7 @@
 #
 # Build QEMU 10.0.2 with the stripe driver.
 #
-#   build-qemu.sh [--asan] [--build-dir DIR] [--stamp FILE] [TARGET...]
+#   build-qemu.sh [--asan|--tsan] [--build-dir DIR] [--stamp FILE] [TARGET...]
 #
 # 1. Obtain Debian's qemu_10.0.2+ds.orig.tar.xz into the download cache
 #    (once; the sha256 is checked on every run).
@@ -21,6 +21,9 @@
 # qtests/run-asan-iotests needs.  It has its own DIR (default
 # build/qemu-asan) with its own unpacked tree and lock, so that it never
 # waits for, re-unpacks or reconfigures the plain build.
+#
+# --tsan builds with clang and QEMU's --enable-tsan, in build/qemu-tsan,
+# what scripts/run-tsan needs: the driver driven from several threads.
 
 set -euo pipefail
 
@@ -28,6 +31,7 @@ REPO=$(cd "$(dirname "$0")/.." && pwd)
 BUILD_DIR=""
 STAMP=""
 ASAN=0
+TSAN=0
 TARGETS=()
 
 QEMU_DEB_VERSION='1:10.0.2+ds-2+deb13u1~bpo12+1'
@@ -36,11 +40,13 @@ TARBALL_SHA256=0901da33844a331bf8b3602b9c1fbd178e60b737c8e3ade678255bd090c9b9f1
 DOWNLOAD_CACHE=${QEMU_STRIPE_DOWNLOAD_CACHE:-/var/cache/qemu-stripe}
 
 DEFAULT_TARGETS=(qemu-img qemu-io qemu-nbd storage-daemon/qemu-storage-daemon
-                 qemu-system-x86_64 tests/qtest/qos-test)
+                 qemu-system-x86_64 tests/qtest/qos-test stripe-mq-bench)
 # qemu-iotests' ./check wants all of these to exist, even when a case only
 # runs qemu-img and qemu-io.
 ASAN_TARGETS=(qemu-img qemu-io qemu-nbd storage-daemon/qemu-storage-daemon
               qemu-system-x86_64)
+# What scripts/run-tsan runs: the driver from several threads at once.
+TSAN_TARGETS=(qemu-img stripe-mq-bench)
 
 die() {
     echo "build-qemu: error: $*" >&2
@@ -54,6 +60,7 @@ log() {
 while [ $# -gt 0 ]; do
     case "$1" in
     --asan) ASAN=1; shift ;;
+    --tsan) TSAN=1; shift ;;
     --build-dir) BUILD_DIR=$2; shift 2 ;;
     --stamp) STAMP=$2; shift 2 ;;
     -*) die "unknown option $1" ;;
@@ -63,6 +70,11 @@ done
 if [ $ASAN = 1 ]; then
     BUILD_DIR=${BUILD_DIR:-$REPO/build/qemu-asan}
     DEFAULT_TARGETS=("${ASAN_TARGETS[@]}")
+fi
+if [ $TSAN = 1 ]; then
+    [ $ASAN = 0 ] || die "--asan and --tsan do not mix"
+    BUILD_DIR=${BUILD_DIR:-$REPO/build/qemu-tsan}
+    DEFAULT_TARGETS=("${TSAN_TARGETS[@]}")
 fi
 BUILD_DIR=${BUILD_DIR:-$REPO/build/qemu}
 if [ ${#TARGETS[@]} = 0 ]; then
@@ -170,6 +182,8 @@ link_sources() {
     local t d
     link "$REPO/block" "$SRC/block/stripe"
     link "$REPO/cache" "$SRC/block/stripe-cache"
+    # the multi-thread benchmark, built next to qemu-img
+    link "$REPO/bench/stripe-mq-bench.c" "$SRC/stripe-mq-bench.c"
     # Our qemu-iotests cases: named tests live in tests/qemu-iotests/tests.
     d="$SRC/tests/qemu-iotests/tests"
     for t in "$REPO"/qtests/iotests/*; do
@@ -191,9 +205,11 @@ link_sources() {
 
 configure() {
     local cc=gcc cxx=g++ args
-    if [ -x /usr/lib/ccache/gcc ]; then
-        cc=/usr/lib/ccache/gcc
-        cxx=/usr/lib/ccache/g++
+    # ThreadSanitizer with coroutines needs clang (QEMU's configure says)
+    [ $TSAN = 1 ] && cc=clang cxx=clang++
+    if [ -x /usr/lib/ccache/$cc ]; then
+        cc=/usr/lib/ccache/$cc
+        cxx=/usr/lib/ccache/$cxx
     fi
     args=(--cc="$cc" --cxx="$cxx" --host-cc="$cc"
           --python=/usr/bin/python3
@@ -205,6 +221,9 @@ configure() {
     if [ $ASAN = 1 ]; then
         args+=(--enable-asan --enable-ubsan
                --extra-cflags=-fno-sanitize-recover=undefined)
+    fi
+    if [ $TSAN = 1 ]; then
+        args+=(--enable-tsan)
     fi
     # Reconfigure only when the arguments change or a configure was cut off.
     if [ -f "$OBJ/.qemu-stripe-configured" ] &&
