@@ -97,6 +97,7 @@ static void stripe_job_start(BlockDriverState *bs, const SCJob *job,
 /* Take the next job of either kind, counting it in flight. */
 static bool stripe_next_job(StripeCache *c, bool force, int64_t now,
                             SCJob *job, bool *writeback)
+    TSA_REQUIRES(c->lock)
 {
     bool got = false;
 
@@ -122,6 +123,7 @@ static bool stripe_next_job(StripeCache *c, bool force, int64_t now,
  * and a deadline that is already due would fire the timer in a loop.
  */
 static void stripe_cache_timer_arm(StripeCache *c, int64_t now)
+    TSA_REQUIRES(c->lock)
 {
     int64_t deadline;
 
@@ -137,7 +139,7 @@ static void stripe_cache_timer_arm(StripeCache *c, int64_t now)
 }
 
 /* Give back the pins of reads that copied their hits (under c->lock). */
-static void stripe_cache_unpin(StripeCache *c)
+static void stripe_cache_unpin(StripeCache *c) TSA_REQUIRES(c->lock)
 {
     QSLIST_HEAD(, StripeUnpin) list;
     StripeUnpin *u, *next;
@@ -159,27 +161,27 @@ void stripe_cache_unpin_later(StripeCache *c, StripeUnpin *u)
     QSLIST_INSERT_HEAD_ATOMIC(&c->unpin, u, next);
 }
 
-void stripe_cache_lock(StripeCache *c)
+void stripe_cache_lock(StripeCache *c) TSA_NO_TSA
 {
     int i;
 
     for (i = 0; i < STRIPE_CACHE_LOCK_SPINS; i++) {
-        if (qemu_mutex_trylock(&c->lock) == 0) {
+        if (qemu_mutex_trylock(&c->lock.mutex) == 0) {
             break;
         }
         cpu_relax();
     }
     if (i == STRIPE_CACHE_LOCK_SPINS) {
-        qemu_mutex_lock(&c->lock);
+        qemu_mutex_lock(&c->lock.mutex);
     }
     if (qatomic_read(&c->unpin.slh_first)) {
         stripe_cache_unpin(c);
     }
 }
 
-void stripe_cache_unlock(StripeCache *c)
+void stripe_cache_unlock(StripeCache *c) TSA_NO_TSA
 {
-    qemu_mutex_unlock(&c->lock);
+    qemu_mutex_unlock(&c->lock.mutex);
 }
 
 /*
@@ -306,10 +308,9 @@ void stripe_cache_completed(StripeCache *c, StripeJobBatch *b)
  * backing off after an error), sleep until it.  Returns whether the next
  * wait must kick: after such a sleep, only time has changed.
  */
-bool coroutine_fn stripe_cache_wait_progress(BlockDriverState *bs, bool kick)
+bool coroutine_fn stripe_cache_wait_progress(BlockDriverState *bs,
+                                             StripeCache *c, bool kick)
 {
-    BDRVStripeState *s = bs->opaque;
-    StripeCache *c = s->cache;
     int64_t now, wait;
 
     /* nothing in flight: no completion will collect for us */
@@ -319,7 +320,7 @@ bool coroutine_fn stripe_cache_wait_progress(BlockDriverState *bs, bool kick)
         stripe_cache_lock(c);
     }
     if (c->in_flight) {
-        qemu_co_queue_wait(&c->progress, &c->lock);
+        qemu_co_queue_wait(&c->progress, &c->lock.mutex);
         return false;
     }
     now = stripe_cache_now();
@@ -339,15 +340,13 @@ bool coroutine_fn stripe_cache_wait_progress(BlockDriverState *bs, bool kick)
  * for.  Called with c->lock held; returns with it held.
  */
 int coroutine_fn stripe_cache_wait_ticket(BlockDriverState *bs,
-                                          SCFlush *ticket)
+                                          StripeCache *c, SCFlush *ticket)
 {
-    BDRVStripeState *s = bs->opaque;
-    StripeCache *c = s->cache;
     bool kick = true;
     int ret;
 
     while ((ret = sc_flush_status(c->core, ticket)) == 1) {
-        kick = stripe_cache_wait_progress(bs, kick);
+        kick = stripe_cache_wait_progress(bs, c, kick);
     }
     sc_flush_release(c->core, ticket);
     return ret;

@@ -74,7 +74,7 @@ int stripe_cache_open(BlockDriverState *bs, const SCOptions *opts, int flags,
     }
     c = g_new0(StripeCache, 1);
     c->core = core;
-    qemu_mutex_init(&c->lock);
+    qemu_mutex_init(&c->lock.mutex);
     qemu_co_queue_init(&c->progress);
     s->cache = c;
     stripe_cache_timer_attach(bs, bdrv_get_aio_context(bs));
@@ -109,7 +109,7 @@ static void stripe_cache_free(BlockDriverState *bs)
     stripe_cache_lock(c);
     stripe_cache_unlock(c);
     sc_cache_free(c->core);
-    qemu_mutex_destroy(&c->lock);
+    qemu_mutex_destroy(&c->lock.mutex);
     g_free(c);
     s->cache = NULL;
 }
@@ -128,7 +128,7 @@ int coroutine_fn GRAPH_RDLOCK stripe_cache_co_writeback_all(
 
     stripe_cache_lock(c);
     ticket = sc_flush_begin(c->core, false);
-    ret = stripe_cache_wait_ticket(bs, ticket);
+    ret = stripe_cache_wait_ticket(bs, c, ticket);
     stripe_cache_unlock(c);
     if (ret == 0) {
         ret = stripe_co_flush_nodes(bs);
@@ -347,7 +347,7 @@ stripe_cache_co_preadv(BlockDriverState *bs, int64_t offset, int64_t bytes,
             issued |= k == SC_PIECE_FETCH || k == SC_PIECE_DIRECT;
         }
         if (need_wait && !issued) {
-            kick = stripe_cache_wait_progress(bs, kick);
+            kick = stripe_cache_wait_progress(bs, c, kick);
             now = stripe_cache_now();
         }
         stripe_cache_collect_jobs(c, false, now, &batch);
@@ -420,20 +420,19 @@ stripe_cache_co_preadv(BlockDriverState *bs, int64_t offset, int64_t bytes,
  * it replaced.
  */
 static int coroutine_fn GRAPH_RDLOCK
-stripe_cache_co_send_around(BlockDriverState *bs, SCAround *a, StripeOp op,
-                            int64_t offset, int64_t bytes,
-                            QEMUIOVector *qiov, size_t qiov_offset,
-                            BdrvRequestFlags flags)
+stripe_cache_co_send_around(BlockDriverState *bs, StripeCache *c,
+                            SCAround *a, StripeOp op, int64_t offset,
+                            int64_t bytes, QEMUIOVector *qiov,
+                            size_t qiov_offset, BdrvRequestFlags flags)
+    TSA_RELEASE(c->lock)
 {
-    BDRVStripeState *s = bs->opaque;
-    StripeCache *c = s->cache;
     StripeJobBatch batch;
     bool kick = true;
     int ret;
 
     c->in_flight++;
     while (!sc_around_ready(c->core, a)) {
-        kick = stripe_cache_wait_progress(bs, kick);
+        kick = stripe_cache_wait_progress(bs, c, kick);
     }
     stripe_cache_unlock(c);
 
@@ -464,7 +463,7 @@ stripe_cache_co_write_around(BlockDriverState *bs, StripeOp op,
 
     stripe_cache_lock(c);
     a = sc_around_begin(c->core, offset, bytes);
-    return stripe_cache_co_send_around(bs, a, op, offset, bytes, qiov,
+    return stripe_cache_co_send_around(bs, c, a, op, offset, bytes, qiov,
                                        qiov_offset, flags);
 }
 
@@ -506,7 +505,7 @@ stripe_cache_co_pwritev(BlockDriverState *bs, int64_t offset, int64_t bytes,
         }
         blocked = true;
         failed = now_failed;
-        kick = stripe_cache_wait_progress(bs, kick);
+        kick = stripe_cache_wait_progress(bs, c, kick);
     }
 
     switch (r.status) {
@@ -531,11 +530,11 @@ stripe_cache_co_pwritev(BlockDriverState *bs, int64_t offset, int64_t bytes,
         stripe_cache_unlock(c);
         stripe_cache_kick(bs, true);
         stripe_cache_lock(c);
-        ret = stripe_cache_wait_ticket(bs, r.wait);
+        ret = stripe_cache_wait_ticket(bs, c, r.wait);
         stripe_cache_unlock(c);
         return ret;
     case SC_WRITE_BYPASS:
-        return stripe_cache_co_send_around(bs, r.around, STRIPE_OP_WRITE,
+        return stripe_cache_co_send_around(bs, c, r.around, STRIPE_OP_WRITE,
                                            offset, bytes, qiov, qiov_offset,
                                            flags);
     default:
@@ -560,7 +559,7 @@ int coroutine_fn GRAPH_RDLOCK stripe_cache_co_flush(BlockDriverState *bs)
     stripe_cache_unlock(c);
     stripe_cache_kick(bs, true);
     stripe_cache_lock(c);
-    ret = stripe_cache_wait_ticket(bs, ticket);
+    ret = stripe_cache_wait_ticket(bs, c, ticket);
     stripe_cache_unlock(c);
     /*
      * cache=unsafe writes the cache back all the same (a QEMU crash must

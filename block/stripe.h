@@ -91,7 +91,7 @@
  * Locks, in the order they are taken:
  *   1. BDRVStripeState.resize_lock (CoMutex): resize and growth, held
  *      across their node IO;
- *   2. StripeCache.lock (QemuMutex, taken with stripe_cache_lock()): the
+ *   2. StripeCache.lock (StripeCacheLock, a QemuMutex): the
  *      cache.  Innermost: nothing else is taken while it is held, it is
  *      never held across a yield or a call into the block layer
  *      (qemu_co_queue_wait() drops it while it waits), and it covers the
@@ -117,11 +117,23 @@ typedef struct StripeUnpin {
     QSLIST_ENTRY(StripeUnpin) next;
 } StripeUnpin;
 
+/*
+ * The cache lock: a QemuMutex that clang's thread-safety analysis knows as
+ * a capability (QemuMutex itself is not one), so that it checks that every
+ * function documented to run under the lock (TSA_REQUIRES) is called with
+ * it held, and that every path drops what it takes.  Taken with
+ * stripe_cache_lock() and stripe_cache_unlock(), not QEMU_LOCK_GUARD():
+ * the analysis cannot follow a cleanup-attribute scope in C.
+ */
+typedef struct TSA_CAPABILITY("mutex") StripeCacheLock {
+    QemuMutex mutex;
+} StripeCacheLock;
+
 typedef struct StripeCache {
     SCCache *core;
     /* lock-free: pushed without @lock, emptied under it */
     QSLIST_HEAD(, StripeUnpin) unpin;
-    QemuMutex lock;             /* around every core call, never a yield */
+    StripeCacheLock lock;       /* around every core call, never a yield */
     /* woken when any job or write-around completes */
     CoQueue progress;
     QEMUTimer *timer;           /* age-based writeback, retries */
@@ -259,20 +271,24 @@ typedef struct StripeJobBatch {
     bool writeback[STRIPE_CACHE_KICK_BATCH];
 } StripeJobBatch;
 
-void stripe_cache_lock(StripeCache *c);
+void stripe_cache_lock(StripeCache *c) TSA_ACQUIRE(c->lock);
 void stripe_cache_unpin_later(StripeCache *c, StripeUnpin *u);
-void stripe_cache_unlock(StripeCache *c);
+void stripe_cache_unlock(StripeCache *c) TSA_RELEASE(c->lock);
 void stripe_cache_kick(BlockDriverState *bs, bool force);
 void stripe_cache_collect_jobs(StripeCache *c, bool force, int64_t now,
-                               StripeJobBatch *b);
+                               StripeJobBatch *b) TSA_REQUIRES(c->lock);
 void stripe_cache_start_jobs(BlockDriverState *bs, StripeJobBatch *b);
 void stripe_cache_timer_attach(BlockDriverState *bs, AioContext *ctx);
 void stripe_cache_timer_detach(BlockDriverState *bs);
 void stripe_cache_timer_stop(StripeCache *c);
-bool coroutine_fn stripe_cache_wait_progress(BlockDriverState *bs, bool kick);
-void stripe_cache_completed(StripeCache *c, StripeJobBatch *b);
+bool coroutine_fn stripe_cache_wait_progress(BlockDriverState *bs,
+                                             StripeCache *c, bool kick)
+    TSA_REQUIRES(c->lock);
+void stripe_cache_completed(StripeCache *c, StripeJobBatch *b)
+    TSA_REQUIRES(c->lock);
 int coroutine_fn stripe_cache_wait_ticket(BlockDriverState *bs,
-                                          SCFlush *ticket);
+                                          StripeCache *c, SCFlush *ticket)
+    TSA_REQUIRES(c->lock);
 
 /* stripe-stats.c */
 BlockStatsSpecific *stripe_get_specific_stats(BlockDriverState *bs);
