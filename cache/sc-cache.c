@@ -55,28 +55,28 @@ SCCache *sc_cache_new(const SCOptions *opts, const SCGeometry *geo,
                        MIN((uint64_t)SC_PAGE_PREFERRED, geo->stripe_unit));
     c->page_shift = __builtin_ctzll(c->page_size);
     c->segment = MIN(geo->stripe_unit, (uint64_t)SC_SEGMENT_MAX);
-    sc_tree_init(&c->map);
-    sc_tree_init(&c->dirty_by_since);
-    g_queue_init(&c->lru);
-    c->pages = g_hash_table_new(g_int64_hash, g_int64_equal);
-    c->page_pool = g_ptr_array_new();
-    c->arenas = g_ptr_array_new_with_free_func(
+    sc_tree_init(&c->ext.map);
+    sc_tree_init(&c->ext.dirty_by_since);
+    g_queue_init(&c->ext.lru);
+    c->store.table = g_hash_table_new(g_int64_hash, g_int64_equal);
+    c->store.pool = g_ptr_array_new();
+    c->store.arenas = g_ptr_array_new_with_free_func(
         (GDestroyNotify)sc_arena_free);
     c->nodes = g_new0(SCNode, geo->node_count);
     for (i = 0; i < geo->node_count; i++) {
         sc_tree_init(&c->nodes[i].eligible);
         g_queue_init(&c->nodes[i].prefetch_queue);
     }
-    sc_tree_init(&c->wb_by_start);
-    sc_tree_init(&c->wb_by_since);
-    c->wb_jobs = g_hash_table_new(g_int64_hash, g_int64_equal);
-    c->fetch_jobs = g_hash_table_new(g_int64_hash, g_int64_equal);
+    sc_tree_init(&c->wbj.by_start);
+    sc_tree_init(&c->wbj.by_since);
+    c->wbj.jobs = g_hash_table_new(g_int64_hash, g_int64_equal);
+    c->fetch.jobs = g_hash_table_new(g_int64_hash, g_int64_equal);
     g_queue_init(&c->arounds);
     g_queue_init(&c->hit_sets);
-    g_queue_init(&c->tickets);
-    g_queue_init(&c->pending_global);
-    g_queue_init(&c->pending_range);
-    c->epoch = 1;
+    g_queue_init(&c->fl.tickets);
+    g_queue_init(&c->fl.pending_global);
+    g_queue_init(&c->fl.pending_range);
+    c->fl.epoch = 1;
     c->next_job_id = 1;
     c->opts = *opts;
     ra_config_from(c, &rc);
@@ -90,10 +90,10 @@ static void free_all_extents(SCCache *c)
 {
     SCTreeNode *n;
 
-    while ((n = sc_tree_first(&c->map))) {
+    while ((n = sc_tree_first(&c->ext.map))) {
         SCExtent *e = sc_ext_of_map(n);
 
-        sc_tree_remove(&c->map, n);
+        sc_tree_remove(&c->ext.map, n);
         g_free(e);
     }
 }
@@ -108,7 +108,7 @@ void sc_cache_free(SCCache *c)
         return;
     }
     /* No job should be in flight; free whatever is left regardless. */
-    g_hash_table_iter_init(&iter, c->wb_jobs);
+    g_hash_table_iter_init(&iter, c->wbj.jobs);
     while (g_hash_table_iter_next(&iter, &key, &value)) {
         g_hash_table_iter_steal(&iter);
         sc_wb_job_free(c, value);
@@ -116,7 +116,7 @@ void sc_cache_free(SCCache *c)
     for (i = 0; i < c->geo.node_count; i++) {
         g_queue_init(&c->nodes[i].prefetch_queue);
     }
-    g_hash_table_iter_init(&iter, c->fetch_jobs);
+    g_hash_table_iter_init(&iter, c->fetch.jobs);
     while (g_hash_table_iter_next(&iter, &key, &value)) {
         SCFetchJob *job = value;
         uint32_t k;
@@ -135,10 +135,10 @@ void sc_cache_free(SCCache *c)
     sc_store_clear(c);
     sc_tickets_free_all(c);
     sc_arounds_free_all(c);
-    g_hash_table_destroy(c->pages);
+    g_hash_table_destroy(c->store.table);
     sc_page_pool_free(c);
-    g_hash_table_destroy(c->wb_jobs);
-    g_hash_table_destroy(c->fetch_jobs);
+    g_hash_table_destroy(c->wbj.jobs);
+    g_hash_table_destroy(c->fetch.jobs);
     g_free(c->nodes);
     g_free(c);
 }
@@ -148,7 +148,7 @@ static void shrink_to_budget(SCCache *c)
 {
     if (!sc_make_room(c, 0, 0, 0, 0, true)) {
         /* Dirty or in-flight data is over it: write back, never drop. */
-        c->pressure = true;
+        c->wb.pressure = true;
     }
 }
 
@@ -208,15 +208,15 @@ int sc_cache_drop(SCCache *c)
 {
     SCTreeNode *n;
 
-    if (sc_dirty_total(c) || g_hash_table_size(c->wb_jobs) ||
-        c->fetch_issued || c->arounds.length) {
+    if (sc_dirty_total(c) || g_hash_table_size(c->wbj.jobs) ||
+        c->fetch.issued || c->arounds.length) {
         return -EBUSY;
     }
     /* Only clean data and queued prefetch jobs are left. */
     while (sc_prefetch_cancel_one(c)) {
         /* nothing else to do */
     }
-    while ((n = sc_tree_first(&c->map))) {
+    while ((n = sc_tree_first(&c->ext.map))) {
         sc_ext_delete(c, sc_ext_of_map(n), SC_DROP_INVALIDATE);
     }
     sc_ra_reset(&c->ra);

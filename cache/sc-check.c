@@ -50,8 +50,8 @@ static bool check_extents(SCCache *c, CheckState *st, char **why)
     SCExtent *e;
     uint32_t n;
 
-    CHECK(sc_tree_check(&c->map, sc_ext_map_cmp), "map tree broken");
-    CHECK(sc_tree_check(&c->dirty_by_since, sc_ext_dirty_cmp),
+    CHECK(sc_tree_check(&c->ext.map, sc_ext_map_cmp), "map tree broken");
+    CHECK(sc_tree_check(&c->ext.dirty_by_since, sc_ext_dirty_cmp),
           "dirty tree broken");
     for (n = 0; n < c->geo.node_count; n++) {
         CHECK(sc_tree_check(&c->nodes[n].eligible, sc_ext_elig_cmp),
@@ -59,7 +59,7 @@ static bool check_extents(SCCache *c, CheckState *st, char **why)
         elig_total += c->nodes[n].eligible.count;
     }
 
-    for (e = sc_ext_of_map(sc_tree_first(&c->map)); e;
+    for (e = sc_ext_of_map(sc_tree_first(&c->ext.map)); e;
          e = sc_ext_next(e)) {
         uint64_t len = sc_ext_len(e);
 
@@ -83,11 +83,11 @@ static bool check_extents(SCCache *c, CheckState *st, char **why)
                   "dirty extent at %" PRIu64 " not indexed", e->start);
             CHECK(!(e->wb && e->blocked_by), "dirty extent both in flight "
                   "and blocked at %" PRIu64, e->start);
-            CHECK(e->since <= c->epoch, "since from the future");
+            CHECK(e->since <= c->fl.epoch, "since from the future");
             CHECK(sc_ext_eligible(e) == sc_tree_linked(&e->elig_node),
                   "eligibility of %" PRIu64 " wrong", e->start);
             if (e->wb) {
-                CHECK(g_hash_table_lookup(c->wb_jobs, &e->wb->id) == e->wb,
+                CHECK(g_hash_table_lookup(c->wbj.jobs, &e->wb->id) == e->wb,
                       "extent points at a finished job");
                 CHECK(e->start >= e->wb->start && e->end <= e->wb->end,
                       "in-flight extent outside its job");
@@ -95,7 +95,7 @@ static bool check_extents(SCCache *c, CheckState *st, char **why)
                 count_add(st->wb_live, e->wb, len);
             }
             if (e->blocked_by) {
-                CHECK(g_hash_table_lookup(c->wb_jobs,
+                CHECK(g_hash_table_lookup(c->wbj.jobs,
                                           &e->blocked_by->id) ==
                       e->blocked_by, "extent blocked by a finished job");
                 CHECK(e->start >= e->blocked_by->start &&
@@ -116,7 +116,7 @@ static bool check_extents(SCCache *c, CheckState *st, char **why)
             ndirty++;
             break;
         case SC_EXT_FETCHING:
-            CHECK(e->fetch && g_hash_table_lookup(c->fetch_jobs,
+            CHECK(e->fetch && g_hash_table_lookup(c->fetch.jobs,
                                                   &e->fetch->id) == e->fetch,
                   "fetching extent without a live job");
             CHECK(e->start >= e->fetch->start && e->end <= e->fetch->end,
@@ -141,14 +141,14 @@ static bool check_extents(SCCache *c, CheckState *st, char **why)
             }
         }
     }
-    CHECK(count == c->extent_count, "extent count %" PRIu64 " != %" PRIu64,
-          count, c->extent_count);
-    CHECK(clean == c->clean_bytes, "clean bytes %" PRIu64 " != %" PRIu64,
-          clean, c->clean_bytes);
-    CHECK(dirty == c->dirty_bytes, "dirty bytes %" PRIu64 " != %" PRIu64,
-          dirty, c->dirty_bytes);
-    CHECK(nclean == c->lru.length, "LRU length wrong");
-    CHECK(ndirty == c->dirty_by_since.count, "dirty index size wrong");
+    CHECK(count == c->ext.count, "extent count %" PRIu64 " != %" PRIu64,
+          count, c->ext.count);
+    CHECK(clean == c->ext.clean_bytes, "clean bytes %" PRIu64 " != %" PRIu64,
+          clean, c->ext.clean_bytes);
+    CHECK(dirty == c->ext.dirty_bytes, "dirty bytes %" PRIu64 " != %" PRIu64,
+          dirty, c->ext.dirty_bytes);
+    CHECK(nclean == c->ext.lru.length, "LRU length wrong");
+    CHECK(ndirty == c->ext.dirty_by_since.count, "dirty index size wrong");
     CHECK(nelig == elig_total, "eligible trees hold %" PRIu64 " not %"
           PRIu64, elig_total, nelig);
     return true;
@@ -163,7 +163,7 @@ static bool check_pages(SCCache *c, CheckState *st, char **why)
     uint64_t fetch_mem = 0, prefetch_mem = 0, live_pages;
     GList *l;
 
-    g_hash_table_iter_init(&iter, c->pages);
+    g_hash_table_iter_init(&iter, c->store.table);
     while (g_hash_table_iter_next(&iter, &key, &value)) {
         SCPage *p = value;
 
@@ -174,7 +174,7 @@ static bool check_pages(SCCache *c, CheckState *st, char **why)
         CHECK(p->used > 0, "empty page %" PRIu64 " kept", p->index);
         count_add(st->page_refs, p, 1);
     }
-    g_hash_table_iter_init(&iter, c->wb_jobs);
+    g_hash_table_iter_init(&iter, c->wbj.jobs);
     while (g_hash_table_iter_next(&iter, &key, &value)) {
         SCWbJob *j = value;
         uint32_t k;
@@ -191,7 +191,7 @@ static bool check_pages(SCCache *c, CheckState *st, char **why)
             count_add(st->page_refs, h->v[k].page, 1);
         }
     }
-    g_hash_table_iter_init(&iter, c->fetch_jobs);
+    g_hash_table_iter_init(&iter, c->fetch.jobs);
     while (g_hash_table_iter_next(&iter, &key, &value)) {
         SCFetchJob *j = value;
         uint32_t k;
@@ -216,12 +216,12 @@ static bool check_pages(SCCache *c, CheckState *st, char **why)
               "refs, %" PRIu64 " expected", p->index, p->refs,
               *(uint64_t *)value);
     }
-    CHECK(live_pages == c->page_count, "page count wrong");
-    CHECK(c->mem_bytes == live_pages * c->page_size,
-          "memory %" PRIu64 " != %" PRIu64 " pages", c->mem_bytes,
+    CHECK(live_pages == c->store.count, "page count wrong");
+    CHECK(c->store.mem_bytes == live_pages * c->page_size,
+          "memory %" PRIu64 " != %" PRIu64 " pages", c->store.mem_bytes,
           live_pages);
-    CHECK(fetch_mem == c->fetch_mem_bytes, "fetch memory wrong");
-    CHECK(prefetch_mem == c->prefetch_mem_bytes, "prefetch memory wrong");
+    CHECK(fetch_mem == c->fetch.mem_bytes, "fetch memory wrong");
+    CHECK(prefetch_mem == c->fetch.prefetch_mem_bytes, "prefetch memory wrong");
     return true;
 out:
     return false;
@@ -238,14 +238,14 @@ static bool check_jobs(SCCache *c, CheckState *st, char **why)
     uint32_t i;
     bool first = true, ok = false;
 
-    CHECK(sc_tree_check(&c->wb_by_start, sc_job_start_cmp),
+    CHECK(sc_tree_check(&c->wbj.by_start, sc_job_start_cmp),
           "job range tree broken");
-    CHECK(sc_tree_check(&c->wb_by_since, sc_job_since_cmp),
+    CHECK(sc_tree_check(&c->wbj.by_since, sc_job_since_cmp),
           "job since tree broken");
-    CHECK(c->wb_by_start.count == g_hash_table_size(c->wb_jobs) &&
-          c->wb_by_since.count == g_hash_table_size(c->wb_jobs),
+    CHECK(c->wbj.by_start.count == g_hash_table_size(c->wbj.jobs) &&
+          c->wbj.by_since.count == g_hash_table_size(c->wbj.jobs),
           "job trees and table differ");
-    for (n = sc_tree_first(&c->wb_by_start); n; n = sc_tree_next(n)) {
+    for (n = sc_tree_first(&c->wbj.by_start); n; n = sc_tree_next(n)) {
         SCWbJob *j = SC_CONTAINER_OF(n, SCWbJob, range_node);
 
         CHECK(first || j->start >= prev_end, "in-flight jobs overlap at %"
@@ -262,11 +262,11 @@ static bool check_jobs(SCCache *c, CheckState *st, char **why)
         orphan += j->end - j->start - j->live;
         wb_per_node[j->node]++;
     }
-    CHECK(wb_bytes == c->wb_inflight_bytes, "in-flight bytes wrong");
-    CHECK(orphan == c->orphan_bytes, "orphan bytes %" PRIu64 " != %" PRIu64,
-          orphan, c->orphan_bytes);
+    CHECK(wb_bytes == c->wbj.inflight_bytes, "in-flight bytes wrong");
+    CHECK(orphan == c->wbj.orphan_bytes, "orphan bytes %" PRIu64 " != %" PRIu64,
+          orphan, c->wbj.orphan_bytes);
 
-    g_hash_table_iter_init(&iter, c->fetch_jobs);
+    g_hash_table_iter_init(&iter, c->fetch.jobs);
     while (g_hash_table_iter_next(&iter, &key, &value)) {
         SCFetchJob *j = value;
 
@@ -285,7 +285,7 @@ static bool check_jobs(SCCache *c, CheckState *st, char **why)
                   "useless or demand job queued");
         }
     }
-    CHECK(issued == c->fetch_issued, "issued fetch count wrong");
+    CHECK(issued == c->fetch.issued, "issued fetch count wrong");
     for (i = 0; i < c->geo.node_count; i++) {
         CHECK(wb_per_node[i] == c->nodes[i].wb_inflight,
               "node %u writeback count wrong", i);
@@ -304,14 +304,14 @@ static bool check_tickets(SCCache *c, char **why)
     uint64_t prev = 0;
     GList *l;
 
-    for (l = c->pending_global.head; l; l = l->next) {
+    for (l = c->fl.pending_global.head; l; l = l->next) {
         SCFlush *f = l->data;
 
         CHECK(f->status == 1 && !f->ranged, "bad pending flush ticket");
         CHECK(f->seq > prev, "pending flush tickets out of order");
         prev = f->seq;
     }
-    for (l = c->pending_range.head; l; l = l->next) {
+    for (l = c->fl.pending_range.head; l; l = l->next) {
         SCFlush *f = l->data;
 
         CHECK(f->status == 1 && f->ranged, "bad pending range ticket");

@@ -18,15 +18,15 @@
 uint64_t sc_meta_bytes(const SCCache *c)
 {
     /* What malloc really takes: each block also carries its header. */
-    return c->extent_count * (sizeof(SCExtent) + SC_ALLOC_OVERHEAD) +
-           c->page_count * (sizeof(SCPage) + SC_ALLOC_OVERHEAD +
+    return c->ext.count * (sizeof(SCExtent) + SC_ALLOC_OVERHEAD) +
+           c->store.count * (sizeof(SCPage) + SC_ALLOC_OVERHEAD +
                             SC_HASH_ENTRY_BYTES) +
-           c->page_pool->len * (sizeof(SCPage) + c->page_size) +
-           g_hash_table_size(c->wb_jobs) *
+           c->store.pool->len * (sizeof(SCPage) + c->page_size) +
+           g_hash_table_size(c->wbj.jobs) *
                (sizeof(SCWbJob) + SC_ALLOC_OVERHEAD) +
-           g_hash_table_size(c->fetch_jobs) *
+           g_hash_table_size(c->fetch.jobs) *
                (sizeof(SCFetchJob) + SC_ALLOC_OVERHEAD) +
-           c->arena_slots * sizeof(uint32_t) +
+           c->store.arena_slots * sizeof(uint32_t) +
            c->geo.node_count * sizeof(SCNode) + sizeof(SCCache);
 }
 
@@ -39,7 +39,7 @@ bool sc_over_budget(SCCache *c, uint64_t mem_need, uint64_t ext_need)
 {
     uint64_t meta = sc_meta_bytes(c) + ext_need * sizeof(SCExtent);
 
-    return c->mem_bytes + mem_need + meta > c->opts.size ||
+    return c->store.mem_bytes + mem_need + meta > c->opts.size ||
            meta > c->meta_limit;
 }
 
@@ -47,7 +47,7 @@ bool sc_make_room(SCCache *c, uint64_t mem_need, uint64_t ext_need,
                   uint64_t keep_start, uint64_t keep_end,
                   bool cancel_prefetch)
 {
-    GList *l = c->lru.tail;
+    GList *l = c->ext.lru.tail;
 
     while (l && sc_over_budget(c, mem_need, ext_need)) {
         SCExtent *e = l->data;

@@ -2,9 +2,9 @@
 /*
  * stripe-cache: the extent map and the per-state indexes.
  *
- * Every extent is in c->map.  Depending on its state it is also in:
- *   CLEAN     c->lru (and counted in clean_bytes)
- *   DIRTY     c->dirty_by_since (dirty_bytes), and when eligible for
+ * Every extent is in c->ext.map.  Depending on its state it is also in:
+ *   CLEAN     c->ext.lru (and counted in clean_bytes)
+ *   DIRTY     c->ext.dirty_by_since (dirty_bytes), and when eligible for
  *             writeback in its node's eligible tree
  *   FETCHING  counted in its job's @waiting
  * sc_ext_unindex() / sc_ext_index() move an extent out of and into those
@@ -75,18 +75,18 @@ void sc_ext_index(SCCache *c, SCExtent *e)
 
     switch (e->state) {
     case SC_EXT_CLEAN:
-        e->lru_stamp = ++c->lru_clock;
-        g_queue_push_head_link(&c->lru, &e->lru_link);
-        c->clean_bytes += len;
+        e->lru_stamp = ++c->ext.lru_clock;
+        g_queue_push_head_link(&c->ext.lru, &e->lru_link);
+        c->ext.clean_bytes += len;
         break;
     case SC_EXT_DIRTY:
-        sc_tree_insert(&c->dirty_by_since, &e->dirty_node,
+        sc_tree_insert(&c->ext.dirty_by_since, &e->dirty_node,
                        sc_ext_dirty_cmp);
         if (sc_ext_eligible(e)) {
             sc_tree_insert(&c->nodes[sc_node_of(c, e->start)].eligible,
                            &e->elig_node, sc_ext_elig_cmp);
         }
-        c->dirty_bytes += len;
+        c->ext.dirty_bytes += len;
         break;
     case SC_EXT_FETCHING:
         e->fetch->waiting += len;
@@ -102,16 +102,16 @@ void sc_ext_unindex(SCCache *c, SCExtent *e)
 
     switch (e->state) {
     case SC_EXT_CLEAN:
-        g_queue_unlink(&c->lru, &e->lru_link);
-        c->clean_bytes -= len;
+        g_queue_unlink(&c->ext.lru, &e->lru_link);
+        c->ext.clean_bytes -= len;
         break;
     case SC_EXT_DIRTY:
-        sc_tree_remove(&c->dirty_by_since, &e->dirty_node);
+        sc_tree_remove(&c->ext.dirty_by_since, &e->dirty_node);
         if (sc_tree_linked(&e->elig_node)) {
             sc_tree_remove(&c->nodes[sc_node_of(c, e->start)].eligible,
                            &e->elig_node);
         }
-        c->dirty_bytes -= len;
+        c->ext.dirty_bytes -= len;
         break;
     case SC_EXT_FETCHING:
         g_assert(e->fetch->waiting >= len);
@@ -124,8 +124,8 @@ void sc_ext_unindex(SCCache *c, SCExtent *e)
 
 void sc_ext_insert(SCCache *c, SCExtent *e)
 {
-    sc_tree_insert(&c->map, &e->map_node, sc_ext_map_cmp);
-    c->extent_count++;
+    sc_tree_insert(&c->ext.map, &e->map_node, sc_ext_map_cmp);
+    c->ext.count++;
     sc_ext_index(c, e);
 }
 
@@ -149,7 +149,7 @@ void sc_ext_delete(SCCache *c, SCExtent *e, SCDropReason why)
         if (e->wb) {
             /* The job keeps sending the data; it is no longer cached. */
             e->wb->live -= len;
-            c->orphan_bytes += len;
+            c->wbj.orphan_bytes += len;
         }
         sc_store_sub_used(c, e->start, e->end);
         break;
@@ -157,8 +157,8 @@ void sc_ext_delete(SCCache *c, SCExtent *e, SCDropReason why)
         job = e->fetch;
         break;
     }
-    sc_tree_remove(&c->map, &e->map_node);
-    c->extent_count--;
+    sc_tree_remove(&c->ext.map, &e->map_node);
+    c->ext.count--;
     g_free(e);
     if (job && !job->issued && job->waiting == 0) {
         sc_fetch_cancel(c, job);
@@ -168,7 +168,7 @@ void sc_ext_delete(SCCache *c, SCExtent *e, SCDropReason why)
 /* The first extent that ends after @off (contains it or follows it). */
 SCExtent *sc_ext_lookup(SCCache *c, uint64_t off)
 {
-    SCTreeNode *n = sc_tree_find_le(&c->map, &off, map_key_cmp);
+    SCTreeNode *n = sc_tree_find_le(&c->ext.map, &off, map_key_cmp);
 
     if (n) {
         SCExtent *e = sc_ext_of_map(n);
@@ -178,7 +178,7 @@ SCExtent *sc_ext_lookup(SCCache *c, uint64_t off)
         }
         return sc_ext_of_map(sc_tree_next(n));
     }
-    return sc_ext_of_map(sc_tree_first(&c->map));
+    return sc_ext_of_map(sc_tree_first(&c->ext.map));
 }
 
 SCExtent *sc_ext_next(SCExtent *e)
@@ -206,15 +206,15 @@ static SCExtent *ext_split(SCCache *c, SCExtent *e, uint64_t at)
     r->start = at;
     e->end = at;
 
-    sc_tree_insert(&c->map, &r->map_node, sc_ext_map_cmp);
-    c->extent_count++;
+    sc_tree_insert(&c->ext.map, &r->map_node, sc_ext_map_cmp);
+    c->ext.count++;
     switch (e->state) {
     case SC_EXT_CLEAN:
         /* same LRU position as the left part */
-        g_queue_insert_after_link(&c->lru, &e->lru_link, &r->lru_link);
+        g_queue_insert_after_link(&c->ext.lru, &e->lru_link, &r->lru_link);
         break;
     case SC_EXT_DIRTY:
-        sc_tree_insert(&c->dirty_by_since, &r->dirty_node,
+        sc_tree_insert(&c->ext.dirty_by_since, &r->dirty_node,
                        sc_ext_dirty_cmp);
         if (sc_tree_linked(&e->elig_node)) {
             sc_tree_insert(&c->nodes[sc_node_of(c, r->start)].eligible,
@@ -264,15 +264,15 @@ static void ext_merge(SCCache *c, SCExtent *a, SCExtent *b)
     case SC_EXT_CLEAN:
         /* The merged extent takes the more recent LRU position. */
         if (b->lru_stamp > a->lru_stamp) {
-            g_queue_unlink(&c->lru, &a->lru_link);
-            g_queue_insert_before_link(&c->lru, &b->lru_link,
+            g_queue_unlink(&c->ext.lru, &a->lru_link);
+            g_queue_insert_before_link(&c->ext.lru, &b->lru_link,
                                        &a->lru_link);
             a->lru_stamp = b->lru_stamp;
         }
-        g_queue_unlink(&c->lru, &b->lru_link);
+        g_queue_unlink(&c->ext.lru, &b->lru_link);
         break;
     case SC_EXT_DIRTY:
-        sc_tree_remove(&c->dirty_by_since, &b->dirty_node);
+        sc_tree_remove(&c->ext.dirty_by_since, &b->dirty_node);
         if (elig) {
             sc_tree_remove(&c->nodes[sc_node_of(c, a->start)].eligible,
                            &a->elig_node);
@@ -284,8 +284,8 @@ static void ext_merge(SCCache *c, SCExtent *a, SCExtent *b)
     case SC_EXT_FETCHING:
         break;
     }
-    sc_tree_remove(&c->map, &b->map_node);
-    c->extent_count--;
+    sc_tree_remove(&c->ext.map, &b->map_node);
+    c->ext.count--;
     a->end = b->end;
     if (a->state == SC_EXT_DIRTY && elig) {
         sc_tree_insert(&c->nodes[sc_node_of(c, a->start)].eligible,
@@ -304,7 +304,7 @@ void sc_ext_merge_range(SCCache *c, uint64_t start, uint64_t end)
     SCExtent *prev;
 
     if (!e) {
-        e = sc_ext_of_map(sc_tree_last(&c->map));
+        e = sc_ext_of_map(sc_tree_last(&c->ext.map));
         if (!e) {
             return;
         }
@@ -334,7 +334,7 @@ void sc_ext_merge_range(SCCache *c, uint64_t start, uint64_t end)
 void sc_ext_touch(SCCache *c, SCExtent *e)
 {
     g_assert(e->state == SC_EXT_CLEAN);
-    g_queue_unlink(&c->lru, &e->lru_link);
-    g_queue_push_head_link(&c->lru, &e->lru_link);
-    e->lru_stamp = ++c->lru_clock;
+    g_queue_unlink(&c->ext.lru, &e->lru_link);
+    g_queue_push_head_link(&c->ext.lru, &e->lru_link);
+    e->lru_stamp = ++c->ext.lru_clock;
 }

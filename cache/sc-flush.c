@@ -23,11 +23,11 @@
 
 static uint64_t global_min_need(SCCache *c)
 {
-    SCTreeNode *n = sc_tree_first(&c->dirty_by_since);
+    SCTreeNode *n = sc_tree_first(&c->ext.dirty_by_since);
     uint64_t m = n ? SC_CONTAINER_OF(n, SCExtent, dirty_node)->since
                    : UINT64_MAX;
 
-    n = sc_tree_first(&c->wb_by_since);
+    n = sc_tree_first(&c->wbj.by_since);
     if (n) {
         m = MIN(m, SC_CONTAINER_OF(n, SCWbJob, since_node)->min_since);
     }
@@ -56,16 +56,16 @@ static SCFlush *ticket_new(SCCache *c)
 
     f->link.data = f;
     f->pending_link.data = f;
-    f->seq = c->epoch++;
+    f->seq = c->fl.epoch++;
     f->status = 1;
-    g_queue_push_tail_link(&c->tickets, &f->link);
+    g_queue_push_tail_link(&c->fl.tickets, &f->link);
     return f;
 }
 
 static void ticket_finish(SCCache *c, SCFlush *f, int status)
 {
     g_assert(f->status == 1);
-    g_queue_unlink(f->ranged ? &c->pending_range : &c->pending_global,
+    g_queue_unlink(f->ranged ? &c->fl.pending_range : &c->fl.pending_global,
                    &f->pending_link);
     f->status = status;
     if (status < 0 && !f->ranged) {
@@ -80,11 +80,11 @@ SCFlush *sc_flush_begin(SCCache *c, bool from_guest)
     c->stats.flushes++;
     f->from_guest = from_guest;
     if (from_guest) {
-        c->seen_guest_flush = true;
+        c->fl.seen_guest_flush = true;
     }
-    if (from_guest && c->sticky_error) {
-        f->status = c->sticky_error;
-        c->sticky_error = 0;
+    if (from_guest && c->fl.sticky_error) {
+        f->status = c->fl.sticky_error;
+        c->fl.sticky_error = 0;
         c->stats.flush_errors++;
         return f;
     }
@@ -92,7 +92,7 @@ SCFlush *sc_flush_begin(SCCache *c, bool from_guest)
         f->status = 0;
         return f;
     }
-    g_queue_push_tail_link(&c->pending_global, &f->pending_link);
+    g_queue_push_tail_link(&c->fl.pending_global, &f->pending_link);
     return f;
 }
 
@@ -110,7 +110,7 @@ SCFlush *sc_ticket_new_range(SCCache *c, uint64_t start, uint64_t end,
         f->status = 0;
         return f;
     }
-    g_queue_push_tail_link(&c->pending_range, &f->pending_link);
+    g_queue_push_tail_link(&c->fl.pending_range, &f->pending_link);
     return f;
 }
 
@@ -122,17 +122,17 @@ int sc_flush_status(SCCache *c, SCFlush *f)
 void sc_flush_release(SCCache *c, SCFlush *f)
 {
     if (f->status == 1) {
-        g_queue_unlink(f->ranged ? &c->pending_range : &c->pending_global,
+        g_queue_unlink(f->ranged ? &c->fl.pending_range : &c->fl.pending_global,
                        &f->pending_link);
     }
-    g_queue_unlink(&c->tickets, &f->link);
+    g_queue_unlink(&c->fl.tickets, &f->link);
     g_free(f);
 }
 
 void sc_tickets_free_all(SCCache *c)
 {
-    while (c->tickets.head) {
-        sc_flush_release(c, c->tickets.head->data);
+    while (c->fl.tickets.head) {
+        sc_flush_release(c, c->fl.tickets.head->data);
     }
 }
 
@@ -142,15 +142,15 @@ void sc_tickets_update(SCCache *c, uint64_t start, uint64_t end)
     uint64_t m = global_min_need(c);
     GList *l, *next;
 
-    while (c->pending_global.head) {
-        SCFlush *f = c->pending_global.head->data;
+    while (c->fl.pending_global.head) {
+        SCFlush *f = c->fl.pending_global.head->data;
 
         if (f->seq >= m) {
             break;
         }
         ticket_finish(c, f, 0);
     }
-    for (l = c->pending_range.head; l; l = next) {
+    for (l = c->fl.pending_range.head; l; l = next) {
         SCFlush *f = l->data;
 
         next = l->next;
@@ -172,7 +172,7 @@ void sc_tickets_fail(SCCache *c, uint64_t start, uint64_t end,
     bool taken = false;
     GList *l, *next;
 
-    for (l = c->pending_global.head; l; l = next) {
+    for (l = c->fl.pending_global.head; l; l = next) {
         SCFlush *f = l->data;
 
         next = l->next;
@@ -181,7 +181,7 @@ void sc_tickets_fail(SCCache *c, uint64_t start, uint64_t end,
             taken |= f->from_guest;
         }
     }
-    for (l = c->pending_range.head; l; l = next) {
+    for (l = c->fl.pending_range.head; l; l = next) {
         SCFlush *f = l->data;
 
         next = l->next;
@@ -190,8 +190,8 @@ void sc_tickets_fail(SCCache *c, uint64_t start, uint64_t end,
             taken = true;
         }
     }
-    if (keep_untaken && !taken && !c->sticky_error) {
-        c->sticky_error = err;
+    if (keep_untaken && !taken && !c->fl.sticky_error) {
+        c->fl.sticky_error = err;
     }
 }
 
@@ -200,7 +200,7 @@ bool sc_tickets_want_fua(SCCache *c, uint64_t start, uint64_t end,
 {
     GList *l;
 
-    for (l = c->pending_range.head; l; l = l->next) {
+    for (l = c->fl.pending_range.head; l; l = l->next) {
         SCFlush *f = l->data;
 
         if (f->fua && f->start < end && start < f->end &&

@@ -87,111 +87,33 @@
  */
 #define SC_PAGE_POOL_MAX 256
 
-typedef enum SCExtentState {
-    SC_EXT_CLEAN,
-    SC_EXT_DIRTY,
-    SC_EXT_FETCHING,
-} SCExtentState;
-
-/* Why an extent leaves the cache: decides what the stats call it. */
-typedef enum SCDropReason {
-    SC_DROP_EVICT,              /* memory pressure */
-    SC_DROP_INVALIDATE,         /* discard, write-zeroes, bypass, drop */
-    SC_DROP_FETCH_FAILED,
-} SCDropReason;
-
 typedef struct SCWbJob SCWbJob;
 typedef struct SCFetchJob SCFetchJob;
 
-typedef struct SCPage {
-    uint64_t index;             /* offset / page_size; the hash key */
-    uint32_t refs;              /* the store's plus one per job */
-    uint32_t used;              /* bytes covered by CLEAN/DIRTY extents */
-    bool in_store;
-    uint8_t *data;              /* a slot of c->arenas (see sc-arena.h) */
-} SCPage;
+#include "sc-extent.h"
+#include "sc-pages.h"
+#include "sc-evict.h"
+#include "sc-writeback.h"
+#include "sc-fetch.h"
+#include "sc-flush.h"
+#include "sc-around.h"
 
-typedef struct SCExtent {
-    SCTreeNode map_node;        /* c->map, by start */
-    SCTreeNode dirty_node;      /* DIRTY: c->dirty_by_since */
-    SCTreeNode elig_node;       /* DIRTY, eligible: node's eligible tree */
-    GList lru_link;             /* CLEAN: c->lru (head = most recent) */
-    uint64_t start;
-    uint64_t end;
-    uint64_t since;             /* DIRTY: epoch the data became dirty */
-    int64_t dirtied_ns;         /* DIRTY: time it became dirty */
-    uint64_t lru_stamp;         /* CLEAN: last use, for merges */
-    SCWbJob *wb;                /* DIRTY: in-flight job sending this data */
-    SCWbJob *blocked_by;        /* DIRTY: in-flight job over this range */
-    SCFetchJob *fetch;          /* FETCHING: the job that fills it */
-    uint8_t state;              /* SCExtentState */
-    /* blocked: replaced @blocked_by's data, inherits its since on failure */
-    bool inherit;
-    bool prefetched;            /* CLEAN: read ahead, not read yet */
-} SCExtent;
-
-struct SCWbJob {
-    uint64_t id;                /* first: the hash key */
-    SCTreeNode range_node;      /* c->wb_by_start */
-    SCTreeNode since_node;      /* c->wb_by_since */
-    uint64_t start;
-    uint64_t end;
-    uint64_t live;              /* bytes still cached as this data */
-    uint64_t min_since;
-    int64_t min_dirtied_ns;
-    uint32_t node;
-    bool fua;
-    uint64_t first_page;
-    uint32_t npages;
-    SCPage **pages;
-    struct iovec *iov;
-};
-
-struct SCFetchJob {
-    uint64_t id;                /* first: the hash key */
-    uint64_t start;
-    uint64_t end;
-    uint64_t waiting;           /* bytes of FETCHING extents for it */
-    uint64_t handout_call;      /* sc_read call that handed it out */
-    uint32_t node;
-    bool prefetch;
-    bool issued;                /* handed to the caller */
-    GList queue_link;           /* queued prefetch: node's queue */
-    uint64_t first_page;
-    uint32_t npages;
-    SCPage **pages;             /* NULL once adopted by the store */
-    struct iovec *iov;
-};
-
-struct SCFlush {
-    GList link;                 /* c->tickets */
-    GList pending_link;         /* c->pending_global / pending_range */
-    uint64_t seq;               /* covers dirty data with since <= seq */
-    uint64_t start;             /* range tickets (write-through) */
-    uint64_t end;
-    int status;                 /* 1 pending, 0 done, -errno failed */
-    bool from_guest;            /* a guest flush or write-through */
-    bool ranged;
-    bool fua;
-};
-
-/* A write-around on its way to the nodes (sc-around.c). */
-struct SCAround {
-    GList link;                 /* c->arounds */
-    uint64_t start;
-    uint64_t end;
-    uint64_t min_since;         /* oldest dropped dirty data, or MAX */
-};
-
+/* Per node; each field owned by the module named. */
 typedef struct SCNode {
-    SCTree eligible;            /* eligible DIRTY extents, oldest first */
-    GQueue prefetch_queue;      /* queued prefetch jobs, oldest first */
-    uint32_t wb_inflight;
-    uint32_t fetch_inflight;    /* issued prefetch jobs */
-    int64_t backoff_until;      /* background writeback paused till then */
+    SCTree eligible;            /* sc-extent: eligible DIRTY, oldest first */
+    GQueue prefetch_queue;      /* sc-fetch: queued prefetch, oldest first */
+    uint32_t wb_inflight;       /* sc-writeback */
+    uint32_t fetch_inflight;    /* sc-fetch: issued prefetch jobs */
+    int64_t backoff_until;      /* sc-writeback: paused till then */
     int64_t backoff_ns;
 } SCNode;
 
+/*
+ * The cache: configuration set at creation (sc-cache.c), and one part
+ * owned by each module, whose header states its invariants.  A module
+ * changes only its own part; it reads others' through their functions
+ * or, for counters, directly.
+ */
 struct SCCache {
     SCOptions opts;
     SCGeometry geo;
@@ -200,63 +122,18 @@ struct SCCache {
     uint64_t segment;
     uint64_t meta_limit;
 
-    /* extents */
-    SCTree map;
-    SCTree dirty_by_since;
-    GQueue lru;
-    uint64_t lru_clock;
-    uint64_t extent_count;
-    uint64_t clean_bytes;
-    uint64_t dirty_bytes;       /* bytes in DIRTY extents */
-    uint64_t orphan_bytes;      /* in-flight bytes no longer cached */
-
-    /* pages */
-    GHashTable *pages;
-    uint64_t page_count;        /* all live pages, store and jobs */
-    GPtrArray *page_pool;       /* freed pages kept for reuse */
-    GPtrArray *arenas;          /* SCArena: where page data lives */
-    uint64_t arena_slots;       /* slots in all arenas */
-    uint64_t mem_bytes;
-    uint64_t fetch_mem_bytes;   /* pages owned by fetch jobs */
-    uint64_t prefetch_mem_bytes;
-
+    SCExtentMap ext;            /* sc-extent.h */
+    SCPageStore store;          /* sc-pages.h */
+    SCWbJobs wbj;               /* sc-writeback.h: jobs in flight */
+    SCWbSched wb;               /* sc-writeback.h: the scheduler */
+    SCFetchState fetch;         /* sc-fetch.h */
+    SCFlushState fl;            /* sc-flush.h */
+    GQueue arounds;             /* sc-around.h */
+    GQueue hit_sets;            /* sc-hits: pinned hits not released */
+    SCReadahead ra;             /* sc-readahead.h */
     SCNode *nodes;
-
-    /* writeback */
-    SCTree wb_by_start;
-    SCTree wb_by_since;
-    GHashTable *wb_jobs;
-    uint64_t wb_inflight_bytes;
-    bool pressure;              /* a writer was refused: write back now */
-    double bw;                  /* writeback bytes per second (EWMA) */
-    int64_t bw_last_ns;
-    int64_t bw_busy_ns;
-    uint64_t bw_bytes;
-
-    /* fetch */
-    GHashTable *fetch_jobs;
-    uint64_t fetch_issued;
-    uint64_t read_call;
-    uint32_t prefetch_rr;
-
-    /* write-arounds in flight, few: bounded by the guest's queue depth */
-    GQueue arounds;
-    /* reads' pinned hits not released yet (for the consistency check) */
-    GQueue hit_sets;
-
-    /* flush */
-    uint64_t epoch;
-    GQueue tickets;
-    GQueue pending_global;
-    GQueue pending_range;
-    int sticky_error;           /* for the guest's next flush */
-    bool seen_guest_flush;
-    uint64_t wb_failures;       /* failed writeback jobs so far */
-    int wb_last_error;
-
-    SCReadahead ra;
     uint64_t next_job_id;
-    SCStats stats;
+    SCStats stats;              /* each module counts its own */
 };
 
 /* Geometry helpers */
@@ -319,107 +196,14 @@ static inline uint64_t sc_range_end(uint64_t off, uint64_t len)
 /* sc-options.c */
 char *sc_geometry_check(const SCGeometry *geo);
 
-/* sc-pages.c: page store, memory accounting, data copies */
-typedef struct SCIovIter {
-    const struct iovec *iov;
-    int iovcnt;
-    int idx;
-    size_t off;                 /* within iov[idx] */
-} SCIovIter;
-
-void sc_iov_iter_init(SCIovIter *it, const struct iovec *iov, int iovcnt,
-                      size_t skip);
-void sc_iov_iter_skip(SCIovIter *it, uint64_t n);
-SCPage *sc_page_alloc(SCCache *c, uint64_t index);
-void sc_page_unref(SCCache *c, SCPage *p);
-SCPage *sc_store_lookup(SCCache *c, uint64_t index);
-void sc_store_insert(SCCache *c, SCPage *p);
-SCPage *sc_store_writable(SCCache *c, uint64_t index);
-void sc_store_add_used(SCCache *c, uint64_t start, uint64_t end);
-void sc_store_sub_used(SCCache *c, uint64_t start, uint64_t end);
-void sc_store_clear(SCCache *c);
-/* Pages [start, end) would need: absent or pinned by a job. */
-uint64_t sc_store_pages_to_alloc(SCCache *c, uint64_t start, uint64_t end);
-void sc_iov_iter_copy(SCIovIter *it, uint8_t *buf, uint64_t len,
-                      bool to_iov);
-void sc_pages_copy_in(SCCache *c, uint64_t start, uint64_t end,
-                      SCIovIter *it);
-void sc_pages_copy_out(SCCache *c, uint64_t start, uint64_t end,
-                       SCIovIter *it);
-/* Build pages and iov for a job over [start, end). */
-void sc_job_iov_build(SCCache *c, uint64_t start, uint64_t end,
-                      SCPage **pages, struct iovec *iov);
-uint32_t sc_pages_spanned(const SCCache *c, uint64_t start, uint64_t end);
-void sc_page_pool_trim(SCCache *c);
-void sc_page_arenas_fit(SCCache *c);
-void sc_page_pool_free(SCCache *c);
-
-/* sc-hits.c: cache hits pinned, copied outside the caller's lock */
-void sc_hits_init(SCHits *h);
-void sc_hits_add(SCCache *c, SCHits *h, uint64_t start, uint64_t end,
-                 uint64_t dst);
-
-/* sc-extent.c: the extent map and the per-state indexes */
-SCExtent *sc_ext_new(SCCache *c, uint64_t start, uint64_t end,
-                     SCExtentState state);
-void sc_ext_insert(SCCache *c, SCExtent *e);
-void sc_ext_delete(SCCache *c, SCExtent *e, SCDropReason why);
-void sc_ext_index(SCCache *c, SCExtent *e);
-void sc_ext_unindex(SCCache *c, SCExtent *e);
-SCExtent *sc_ext_lookup(SCCache *c, uint64_t off);
-SCExtent *sc_ext_next(SCExtent *e);
-SCExtent *sc_ext_prev(SCExtent *e);
-void sc_ext_carve(SCCache *c, uint64_t off);
-void sc_ext_merge_range(SCCache *c, uint64_t start, uint64_t end);
-void sc_ext_touch(SCCache *c, SCExtent *e);
-int sc_ext_elig_cmp(const SCTreeNode *a, const SCTreeNode *b);
-/* Tree orders, shared with the consistency checker. */
-int sc_ext_map_cmp(const SCTreeNode *a, const SCTreeNode *b);
-int sc_ext_dirty_cmp(const SCTreeNode *a, const SCTreeNode *b);
-int sc_job_start_cmp(const SCTreeNode *a, const SCTreeNode *b);
-int sc_job_since_cmp(const SCTreeNode *a, const SCTreeNode *b);
-
-/* sc-evict.c: clean LRU and making room */
-bool sc_over_budget(SCCache *c, uint64_t mem_need, uint64_t ext_need);
-bool sc_make_room(SCCache *c, uint64_t mem_need, uint64_t ext_need,
-                  uint64_t keep_start, uint64_t keep_end,
-                  bool cancel_prefetch);
-uint64_t sc_meta_bytes(const SCCache *c);
-
-/* sc-read.c: fetch jobs and prefetch */
-void sc_fetch_cancel(SCCache *c, SCFetchJob *job);
-void sc_fetch_job_free(SCCache *c, SCFetchJob *job);
-bool sc_prefetch_cancel_one(SCCache *c);
-
-/* sc-writeback.c */
-SCWbJob *sc_wb_job_covering(SCCache *c, uint64_t off);
-uint64_t sc_wb_boundary_after(SCCache *c, uint64_t off);
-uint64_t sc_wb_min_since(SCCache *c, uint64_t start, uint64_t end);
-uint64_t sc_dirty_total(const SCCache *c);
-void sc_wb_job_free(SCCache *c, SCWbJob *job);
-
-/* sc-around.c */
-uint64_t sc_around_covered_end(SCCache *c, uint64_t off);
-uint64_t sc_around_next_start(SCCache *c, uint64_t off);
-bool sc_around_overlaps(SCCache *c, uint64_t start, uint64_t end);
-uint64_t sc_around_min_need(SCCache *c, uint64_t start, uint64_t end);
-void sc_arounds_free_all(SCCache *c);
 
 /* sc-write.c */
 void sc_range_drop(SCCache *c, uint64_t offset, uint64_t len);
 bool sc_range_busy(SCCache *c, uint64_t offset, uint64_t len);
 
-/* sc-flush.c */
-SCFlush *sc_ticket_new_range(SCCache *c, uint64_t start, uint64_t end,
-                             bool fua);
-void sc_tickets_update(SCCache *c, uint64_t start, uint64_t end);
-void sc_tickets_fail(SCCache *c, uint64_t start, uint64_t end,
-                     uint64_t min_since, int err, bool keep_untaken);
-bool sc_tickets_want_fua(SCCache *c, uint64_t start, uint64_t end,
-                         uint64_t min_since);
-void sc_tickets_free_all(SCCache *c);
 
 /* sc-check.c: full consistency check, built for tests only (O(n)) */
 bool sc_cache_check(SCCache *c, char **why);
+
 
 #endif /* SC_INTERNAL_H */

@@ -6,7 +6,7 @@
  * page is in the store (indexed by offset / page_size) while any CLEAN or
  * DIRTY byte of it is cached (@used > 0); jobs hold extra references.  A
  * page with a job reference is never modified: sc_store_writable() copies
- * it first.  c->mem_bytes counts every live page wherever it is (store,
+ * it first.  c->store.mem_bytes counts every live page wherever it is (store,
  * writeback job, fetch job), which is what cache-size bounds.
  */
 #include "sc-internal.h"
@@ -89,15 +89,15 @@ void sc_page_arenas_fit(SCCache *c)
     uint64_t want = c->opts.size / c->page_size + page_pool_cap(c) + 1;
     SCArena *a;
 
-    if (!SC_USE_ARENAS || want <= c->arena_slots) {
+    if (!SC_USE_ARENAS || want <= c->store.arena_slots) {
         return;
     }
     /* The page pool keeps pages for reuse already: keep few free slots. */
-    a = sc_arena_new(c->page_size, want - c->arena_slots,
+    a = sc_arena_new(c->page_size, want - c->store.arena_slots,
                      SC_ARENA_KEEP_SLOTS);
     if (a) {
-        g_ptr_array_add(c->arenas, a);
-        c->arena_slots = want;
+        g_ptr_array_add(c->store.arenas, a);
+        c->store.arena_slots = want;
     }
 }
 
@@ -105,8 +105,8 @@ static uint8_t *page_data_get(SCCache *c)
 {
     guint i;
 
-    for (i = 0; i < c->arenas->len; i++) {
-        void *slot = sc_arena_get(g_ptr_array_index(c->arenas, i));
+    for (i = 0; i < c->store.arenas->len; i++) {
+        void *slot = sc_arena_get(g_ptr_array_index(c->store.arenas, i));
 
         if (slot) {
             return slot;
@@ -119,8 +119,8 @@ static void page_data_put(SCCache *c, uint8_t *data)
 {
     guint i;
 
-    for (i = 0; i < c->arenas->len; i++) {
-        SCArena *a = g_ptr_array_index(c->arenas, i);
+    for (i = 0; i < c->store.arenas->len; i++) {
+        SCArena *a = g_ptr_array_index(c->store.arenas, i);
 
         if (sc_arena_owns(a, data)) {
             sc_arena_put(a, data);
@@ -140,8 +140,8 @@ SCPage *sc_page_alloc(SCCache *c, uint64_t index)
 {
     SCPage *p;
 
-    if (c->page_pool->len) {
-        p = g_ptr_array_steal_index_fast(c->page_pool, c->page_pool->len - 1);
+    if (c->store.pool->len) {
+        p = g_ptr_array_steal_index_fast(c->store.pool, c->store.pool->len - 1);
     } else {
         p = g_new(SCPage, 1);
         p->data = page_data_get(c);
@@ -151,8 +151,8 @@ SCPage *sc_page_alloc(SCCache *c, uint64_t index)
     p->refs = 1;
     p->used = 0;
     p->in_store = false;
-    c->mem_bytes += c->page_size;
-    c->page_count++;
+    c->store.mem_bytes += c->page_size;
+    c->store.count++;
     return p;
 }
 
@@ -161,10 +161,10 @@ void sc_page_unref(SCCache *c, SCPage *p)
     g_assert(p->refs > 0);
     if (--p->refs == 0) {
         g_assert(!p->in_store);
-        c->mem_bytes -= c->page_size;
-        c->page_count--;
-        if (c->page_pool->len < page_pool_cap(c)) {
-            g_ptr_array_add(c->page_pool, p);
+        c->store.mem_bytes -= c->page_size;
+        c->store.count--;
+        if (c->store.pool->len < page_pool_cap(c)) {
+            g_ptr_array_add(c->store.pool, p);
         } else {
             page_free(c, p);
         }
@@ -174,26 +174,26 @@ void sc_page_unref(SCCache *c, SCPage *p)
 /* Give pooled pages back beyond the (possibly lowered) cap. */
 void sc_page_pool_trim(SCCache *c)
 {
-    while (c->page_pool->len > page_pool_cap(c)) {
-        page_free(c, g_ptr_array_steal_index_fast(c->page_pool,
-                                                  c->page_pool->len - 1));
+    while (c->store.pool->len > page_pool_cap(c)) {
+        page_free(c, g_ptr_array_steal_index_fast(c->store.pool,
+                                                  c->store.pool->len - 1));
     }
 }
 
 /* Free the pool and the arenas; every other page must be gone. */
 void sc_page_pool_free(SCCache *c)
 {
-    while (c->page_pool->len) {
-        page_free(c, g_ptr_array_steal_index_fast(c->page_pool,
-                                                  c->page_pool->len - 1));
+    while (c->store.pool->len) {
+        page_free(c, g_ptr_array_steal_index_fast(c->store.pool,
+                                                  c->store.pool->len - 1));
     }
-    g_ptr_array_unref(c->page_pool);
-    g_ptr_array_free(c->arenas, true);
+    g_ptr_array_unref(c->store.pool);
+    g_ptr_array_free(c->store.arenas, true);
 }
 
 SCPage *sc_store_lookup(SCCache *c, uint64_t index)
 {
-    return g_hash_table_lookup(c->pages, &index);
+    return g_hash_table_lookup(c->store.table, &index);
 }
 
 /* The store takes over one reference of @p. */
@@ -201,12 +201,12 @@ void sc_store_insert(SCCache *c, SCPage *p)
 {
     g_assert(!sc_store_lookup(c, p->index));
     p->in_store = true;
-    g_hash_table_insert(c->pages, &p->index, p);
+    g_hash_table_insert(c->store.table, &p->index, p);
 }
 
 static void store_remove(SCCache *c, SCPage *p)
 {
-    g_hash_table_remove(c->pages, &p->index);
+    g_hash_table_remove(c->store.table, &p->index);
     p->in_store = false;
     sc_page_unref(c, p);
 }
@@ -230,7 +230,7 @@ SCPage *sc_store_writable(SCCache *c, uint64_t index)
     copy->used = p->used;
     copy->in_store = true;
     /* replace, not insert: the key must point into the new page */
-    g_hash_table_replace(c->pages, &copy->index, copy);
+    g_hash_table_replace(c->store.table, &copy->index, copy);
     p->in_store = false;
     sc_page_unref(c, p);
     return copy;
@@ -282,7 +282,7 @@ static gboolean store_clear_one(gpointer key, gpointer value,
 
 void sc_store_clear(SCCache *c)
 {
-    g_hash_table_foreach_remove(c->pages, store_clear_one, c);
+    g_hash_table_foreach_remove(c->store.table, store_clear_one, c);
 }
 
 uint32_t sc_pages_spanned(const SCCache *c, uint64_t start, uint64_t end)

@@ -55,11 +55,11 @@ static SCFetchJob *fetch_job_new(SCCache *c, uint64_t start, uint64_t end,
         job->pages[k] = sc_page_alloc(c, job->first_page + k);
     }
     sc_job_iov_build(c, start, end, job->pages, job->iov);
-    c->fetch_mem_bytes += job->npages * c->page_size;
+    c->fetch.mem_bytes += job->npages * c->page_size;
     if (prefetch) {
-        c->prefetch_mem_bytes += job->npages * c->page_size;
+        c->fetch.prefetch_mem_bytes += job->npages * c->page_size;
     }
-    g_hash_table_insert(c->fetch_jobs, &job->id, job);
+    g_hash_table_insert(c->fetch.jobs, &job->id, job);
     return job;
 }
 
@@ -67,12 +67,12 @@ void sc_fetch_job_free(SCCache *c, SCFetchJob *job)
 {
     uint32_t k;
 
-    g_hash_table_remove(c->fetch_jobs, &job->id);
+    g_hash_table_remove(c->fetch.jobs, &job->id);
     for (k = 0; k < job->npages; k++) {
         if (job->pages[k]) {
-            c->fetch_mem_bytes -= c->page_size;
+            c->fetch.mem_bytes -= c->page_size;
             if (job->prefetch) {
-                c->prefetch_mem_bytes -= c->page_size;
+                c->fetch.prefetch_mem_bytes -= c->page_size;
             }
             sc_page_unref(c, job->pages[k]);
         }
@@ -218,12 +218,12 @@ static void read_fetching(SCCache *c, GArray *pieces, SCExtent *e,
         g_queue_unlink(&c->nodes[job->node].prefetch_queue,
                        &job->queue_link);
         job->issued = true;
-        job->handout_call = c->read_call;
+        job->handout_call = c->fetch.read_call;
         c->nodes[job->node].fetch_inflight++;
-        c->fetch_issued++;
+        c->fetch.issued++;
         c->stats.readahead_issued_bytes += job->waiting;
     }
-    if (job->handout_call == c->read_call) {
+    if (job->handout_call == c->fetch.read_call) {
         /*
          * Handed out by this very call (pieces_dedup_fetch() sorts out
          * a second, non-adjacent piece of the same job).
@@ -325,8 +325,8 @@ static void read_gap_segment(SCCache *c, GArray *pieces, uint64_t start,
         }
         job = fetch_job_new(c, js, je, false);
         job->issued = true;
-        job->handout_call = c->read_call;
-        c->fetch_issued++;
+        job->handout_call = c->fetch.read_call;
+        c->fetch.issued++;
         fetch_job_claim(c, job);
         piece_push(pieces, SC_PIECE_FETCH, pos, stop - pos, job);
         pos = stop;
@@ -373,7 +373,7 @@ static GArray *read_walk(SCCache *c, uint64_t offset, uint64_t len,
     SCExtent *e;
     guint i, g;
 
-    c->read_call++;
+    c->fetch.read_call++;
     e = sc_ext_lookup(c, offset);
     while (pos < end) {
         if (e && e->start <= pos) {
@@ -511,7 +511,7 @@ static void sc_prefetch_window(SCCache *c, uint64_t start, uint64_t end)
         gap_end = MIN(gap_end, sc_around_next_start(c, pos));
         fetch_range(c, pos, gap_end, &js, &je);
         need = sc_pages_spanned(c, js, je) * c->page_size;
-        if (c->prefetch_mem_bytes + need > budget ||
+        if (c->fetch.prefetch_mem_bytes + need > budget ||
             !sc_make_room(c, need, 3, 0, 0, false)) {
             return;
         }
@@ -529,7 +529,7 @@ bool sc_prefetch_next(SCCache *c, SCJob *out)
     uint32_t i;
 
     for (i = 0; i < c->geo.node_count; i++) {
-        uint32_t n = (c->prefetch_rr + i) % c->geo.node_count;
+        uint32_t n = (c->fetch.prefetch_rr + i) % c->geo.node_count;
         SCNode *node = &c->nodes[n];
         SCFetchJob *job;
 
@@ -541,9 +541,9 @@ bool sc_prefetch_next(SCCache *c, SCJob *out)
         g_queue_unlink(&node->prefetch_queue, &job->queue_link);
         job->issued = true;
         node->fetch_inflight++;
-        c->fetch_issued++;
+        c->fetch.issued++;
         c->stats.readahead_issued_bytes += job->waiting;
-        c->prefetch_rr = n + 1;
+        c->fetch.prefetch_rr = n + 1;
         job_to_public(job, out);
         return true;
     }
@@ -566,9 +566,9 @@ static void fetch_install(SCCache *c, SCFetchJob *job, SCExtent *e)
             /* Adopt the job's page: no copy. */
             sc_store_insert(c, job->pages[k]);
             job->pages[k] = NULL;
-            c->fetch_mem_bytes -= c->page_size;
+            c->fetch.mem_bytes -= c->page_size;
             if (job->prefetch) {
-                c->prefetch_mem_bytes -= c->page_size;
+                c->fetch.prefetch_mem_bytes -= c->page_size;
             }
         } else if (job->pages[k]) {
             sp = sc_store_writable(c, idx);
@@ -590,14 +590,14 @@ static void fetch_install(SCCache *c, SCFetchJob *job, SCExtent *e)
 
 void sc_fetch_done(SCCache *c, uint64_t job_id, int ret, int64_t now_ns)
 {
-    SCFetchJob *job = g_hash_table_lookup(c->fetch_jobs, &job_id);
+    SCFetchJob *job = g_hash_table_lookup(c->fetch.jobs, &job_id);
     uint64_t start, end;
     SCExtent *e;
 
     g_assert(job && job->issued);
     start = job->start;
     end = job->end;
-    c->fetch_issued--;
+    c->fetch.issued--;
     if (job->prefetch) {
         c->nodes[job->node].fetch_inflight--;
     }

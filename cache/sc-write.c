@@ -48,7 +48,7 @@ static uint64_t dirty_idle_bytes(SCCache *c, uint64_t start, uint64_t end)
 static int64_t pacing_delay(SCCache *c, uint64_t dirty, uint64_t len)
 {
     uint64_t target = c->opts.target_dirty, max = c->opts.max_dirty;
-    double bw = c->bw > 0 ? c->bw : SC_BW_DEFAULT;
+    double bw = c->wb.bw > 0 ? c->wb.bw : SC_BW_DEFAULT;
     double delay;
 
     if (dirty <= target || max <= target) {
@@ -88,7 +88,7 @@ static void write_over(SCCache *c, SCExtent *e, uint64_t epoch,
         }
         sc_ext_unindex(c, e);
         e->wb->live -= len;
-        c->orphan_bytes += len;
+        c->wbj.orphan_bytes += len;
         e->blocked_by = e->wb;
         e->wb = NULL;
         e->inherit = true;
@@ -136,7 +136,7 @@ static void carve_job_boundaries(SCCache *c, uint64_t start, uint64_t end)
 static void write_apply(SCCache *c, uint64_t start, uint64_t end,
                         SCIovIter *it, int64_t now_ns)
 {
-    uint64_t epoch = c->epoch, pos = start;
+    uint64_t epoch = c->fl.epoch, pos = start;
     SCExtent *e;
 
     sc_ext_carve(c, start);
@@ -209,7 +209,7 @@ SCWriteResult sc_write(SCCache *c, uint64_t offset, uint64_t len,
     bool fua = flags & SC_WRITE_FUA;
     bool through = fua || c->opts.max_dirty == 0 ||
                    (c->opts.writethrough_until_flush &&
-                    !c->seen_guest_flush);
+                    !c->fl.seen_guest_flush);
     SCIovIter it;
 
     c->stats.write_requests++;
@@ -242,13 +242,13 @@ SCWriteResult sc_write(SCCache *c, uint64_t offset, uint64_t len,
                       c->page_size, segs + 4,
                       sc_round_down(offset, c->page_size),
                       sc_round_up(end, c->page_size), true)) {
-        if (sc_dirty_total(c) || c->wb_inflight_bytes) {
+        if (sc_dirty_total(c) || c->wbj.inflight_bytes) {
             goto blocked;
         }
         goto bypass;
     }
 
-    c->pressure = false;
+    c->wb.pressure = false;
     sc_iov_iter_init(&it, iov, iovcnt, iov_offset);
     write_apply(c, offset, end, &it, now_ns);
     if (through) {
@@ -262,7 +262,7 @@ SCWriteResult sc_write(SCCache *c, uint64_t offset, uint64_t len,
     return res;
 
 blocked:
-    c->pressure = true;
+    c->wb.pressure = true;
     c->stats.write_blocked_count++;
     res.status = SC_WRITE_BLOCKED;
     return res;

@@ -52,7 +52,7 @@ int sc_job_since_cmp(const SCTreeNode *a, const SCTreeNode *b)
 
 SCWbJob *sc_wb_job_covering(SCCache *c, uint64_t off)
 {
-    SCTreeNode *n = sc_tree_find_le(&c->wb_by_start, &off, job_start_key);
+    SCTreeNode *n = sc_tree_find_le(&c->wbj.by_start, &off, job_start_key);
     SCWbJob *j = n ? SC_CONTAINER_OF(n, SCWbJob, range_node) : NULL;
 
     return j && j->end > off ? j : NULL;
@@ -67,7 +67,7 @@ uint64_t sc_wb_boundary_after(SCCache *c, uint64_t off)
     if (j) {
         return j->end;
     }
-    n = sc_tree_find_ge(&c->wb_by_start, &off, job_start_key);
+    n = sc_tree_find_ge(&c->wbj.by_start, &off, job_start_key);
     return n ? SC_CONTAINER_OF(n, SCWbJob, range_node)->start : UINT64_MAX;
 }
 
@@ -96,7 +96,7 @@ uint64_t sc_wb_min_since(SCCache *c, uint64_t start, uint64_t end)
 
 uint64_t sc_dirty_total(const SCCache *c)
 {
-    return c->dirty_bytes + c->orphan_bytes;
+    return c->ext.dirty_bytes + c->wbj.orphan_bytes;
 }
 
 static bool node_has_room(SCCache *c, uint32_t n)
@@ -154,15 +154,15 @@ static SCExtent *pick_for_tickets(SCCache *c)
 {
     GList *l;
 
-    if (c->pending_global.length) {
-        SCFlush *newest = c->pending_global.tail->data;
+    if (c->fl.pending_global.length) {
+        SCFlush *newest = c->fl.pending_global.tail->data;
         SCExtent *e = oldest_eligible(c, false, false, 0);
 
         if (e && e->since <= newest->seq) {
             return e;
         }
     }
-    for (l = c->pending_range.head; l; l = l->next) {
+    for (l = c->fl.pending_range.head; l; l = l->next) {
         SCFlush *t = l->data;
         SCExtent *e;
 
@@ -179,20 +179,20 @@ static SCExtent *pick_for_tickets(SCCache *c)
 
 static bool under_pressure(SCCache *c)
 {
-    uint64_t idle = sc_dirty_total(c) - c->wb_inflight_bytes;
+    uint64_t idle = sc_dirty_total(c) - c->wbj.inflight_bytes;
 
-    return c->pressure || idle > c->opts.target_dirty ||
-           c->mem_bytes > c->opts.size;
+    return c->wb.pressure || idle > c->opts.target_dirty ||
+           c->store.mem_bytes > c->opts.size;
 }
 
 /* Writeback busy time: the bandwidth estimate ignores idle periods. */
 static void bw_account(SCCache *c, int64_t now_ns)
 {
-    if (now_ns > c->bw_last_ns) {
-        if (g_hash_table_size(c->wb_jobs)) {
-            c->bw_busy_ns += now_ns - c->bw_last_ns;
+    if (now_ns > c->wb.bw_last_ns) {
+        if (g_hash_table_size(c->wbj.jobs)) {
+            c->wb.bw_busy_ns += now_ns - c->wb.bw_last_ns;
         }
-        c->bw_last_ns = now_ns;
+        c->wb.bw_last_ns = now_ns;
     }
 }
 
@@ -200,14 +200,14 @@ static void bw_sample(SCCache *c, uint64_t bytes)
 {
     double sample;
 
-    c->bw_bytes += bytes;
-    if (c->bw_busy_ns < (int64_t)SC_BW_SAMPLE_NS) {
+    c->wb.bw_bytes += bytes;
+    if (c->wb.bw_busy_ns < (int64_t)SC_BW_SAMPLE_NS) {
         return;
     }
-    sample = (double)c->bw_bytes * SC_NS_PER_SEC / c->bw_busy_ns;
-    c->bw = c->bw > 0 ? (3 * c->bw + sample) / 4 : sample;
-    c->bw_bytes = 0;
-    c->bw_busy_ns = 0;
+    sample = (double)c->wb.bw_bytes * SC_NS_PER_SEC / c->wb.bw_busy_ns;
+    c->wb.bw = c->wb.bw > 0 ? (3 * c->wb.bw + sample) / 4 : sample;
+    c->wb.bw_bytes = 0;
+    c->wb.bw_busy_ns = 0;
 }
 
 static SCWbJob *build_job(SCCache *c, SCExtent *seed)
@@ -258,11 +258,11 @@ static SCWbJob *build_job(SCCache *c, SCExtent *seed)
     job->fua = sc_tickets_want_fua(c, job->start, job->end,
                                    job->min_since);
 
-    sc_tree_insert(&c->wb_by_start, &job->range_node, sc_job_start_cmp);
-    sc_tree_insert(&c->wb_by_since, &job->since_node, sc_job_since_cmp);
-    g_hash_table_insert(c->wb_jobs, &job->id, job);
+    sc_tree_insert(&c->wbj.by_start, &job->range_node, sc_job_start_cmp);
+    sc_tree_insert(&c->wbj.by_since, &job->since_node, sc_job_since_cmp);
+    g_hash_table_insert(c->wbj.jobs, &job->id, job);
     c->nodes[job->node].wb_inflight++;
-    c->wb_inflight_bytes += job->end - job->start;
+    c->wbj.inflight_bytes += job->end - job->start;
     return job;
 }
 
@@ -346,7 +346,7 @@ static bool settle_extents(SCCache *c, SCWbJob *job, int ret)
 void sc_writeback_done(SCCache *c, uint64_t job_id, int ret,
                        int64_t now_ns)
 {
-    SCWbJob *job = g_hash_table_lookup(c->wb_jobs, &job_id);
+    SCWbJob *job = g_hash_table_lookup(c->wbj.jobs, &job_id);
     SCNode *node;
     uint64_t len, start, end;
     bool depends;
@@ -358,12 +358,12 @@ void sc_writeback_done(SCCache *c, uint64_t job_id, int ret,
     len = end - start;
 
     bw_account(c, now_ns);
-    g_hash_table_remove(c->wb_jobs, &job->id);
-    sc_tree_remove(&c->wb_by_start, &job->range_node);
-    sc_tree_remove(&c->wb_by_since, &job->since_node);
+    g_hash_table_remove(c->wbj.jobs, &job->id);
+    sc_tree_remove(&c->wbj.by_start, &job->range_node);
+    sc_tree_remove(&c->wbj.by_since, &job->since_node);
     node->wb_inflight--;
-    c->wb_inflight_bytes -= len;
-    c->orphan_bytes -= len - job->live;
+    c->wbj.inflight_bytes -= len;
+    c->wbj.orphan_bytes -= len - job->live;
 
     depends = settle_extents(c, job, ret);
     if (ret == 0) {
@@ -376,8 +376,8 @@ void sc_writeback_done(SCCache *c, uint64_t job_id, int ret,
             ? MIN(node->backoff_ns * 2, (int64_t)SC_BACKOFF_MAX_NS)
             : (int64_t)SC_BACKOFF_MIN_NS;
         node->backoff_until = now_ns + node->backoff_ns;
-        c->wb_failures++;
-        c->wb_last_error = ret;
+        c->wb.failures++;
+        c->wb.last_error = ret;
         if (depends) {
             sc_tickets_fail(c, start, end, job->min_since, ret, true);
         }
@@ -385,7 +385,7 @@ void sc_writeback_done(SCCache *c, uint64_t job_id, int ret,
     sc_wb_job_free(c, job);
     sc_ext_merge_range(c, start, end);
     sc_tickets_update(c, start, end);
-    if (c->mem_bytes > c->opts.size) {
+    if (c->store.mem_bytes > c->opts.size) {
         /* cache-size was lowered: what became clean can go now */
         sc_make_room(c, 0, 0, 0, 0, true);
     }
@@ -394,9 +394,9 @@ void sc_writeback_done(SCCache *c, uint64_t job_id, int ret,
 uint64_t sc_writeback_failures(SCCache *c, int *last_error)
 {
     if (last_error) {
-        *last_error = c->wb_last_error;
+        *last_error = c->wb.last_error;
     }
-    return c->wb_failures;
+    return c->wb.failures;
 }
 
 int64_t sc_next_deadline(SCCache *c, int64_t now_ns)
