@@ -231,3 +231,14 @@ int coroutine_fn GRAPH_RDLOCK stripe_co_flush_nodes(BlockDriverState *bs)
     aio_task_pool_free(pool);
     return ret;
 }
+
+/* The largest request alignment of the nodes: requests must satisfy all. */
+uint32_t stripe_node_alignment(BDRVStripeState *s)
+{
+    uint32_t align = BDRV_SECTOR_SIZE, i;
+
+    for (i = 0; i < s->node_count; i++) {
+        align = MAX(align, s->nodes[i]->bs->bl.request_alignment);
+    }
+    return align;
+}

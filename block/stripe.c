@@ -208,17 +208,6 @@ static void stripe_close(BlockDriverState *bs)
     stripe_free_node_map(s);
 }
 
-/* The largest request alignment of the nodes: requests must satisfy all. */
-uint32_t stripe_node_alignment(BDRVStripeState *s)
-{
-    uint32_t align = BDRV_SECTOR_SIZE, i;
-
-    for (i = 0; i < s->node_count; i++) {
-        align = MAX(align, s->nodes[i]->bs->bl.request_alignment);
-    }
-    return align;
-}
-
 static void GRAPH_RDLOCK stripe_refresh_limits(BlockDriverState *bs,
                                                Error **errp)
 {

@@ -181,9 +181,6 @@ extern QemuOptsList stripe_runtime_opts;
 extern const char *const stripe_mutable_opts[];
 bool stripe_parse_cache_options(QemuOpts *opts, SCOptions *o, Error **errp);
 
-/* stripe.c */
-uint32_t stripe_node_alignment(BDRVStripeState *s);
-
 /* stripe-header.c */
 int GRAPH_RDLOCK stripe_assemble_nodes(BlockDriverState *bs,
                                        BdrvChild **given, uint32_t count,
@@ -221,6 +218,8 @@ void stripe_parse_filename(const char *filename, QDict *options,
                            Error **errp);
 
 /* stripe-io.c */
+uint32_t stripe_node_alignment(BDRVStripeState *s);
+
 typedef enum StripeOp {
     STRIPE_OP_READ,
     STRIPE_OP_WRITE,
