@@ -7,12 +7,14 @@
  * a driver scales with the iothreads given to it.
  *
  *   stripe-mq-bench [-T THREADS] [-d DEPTH] [-s SIZE] [-r RANGE]
- *                   [-n SECONDS] [-t CACHE] [-w] [--no-warm] JSON
+ *                   [-n SECONDS] [-t CACHE] [-w | -m PERCENT] [--no-warm]
+ *                   JSON
  *
  * JSON is the node's options as for -blockdev.  Each thread keeps DEPTH
  * requests of SIZE bytes in flight at random SIZE-aligned offsets in the
- * first RANGE bytes (reads, or writes with -w) for SECONDS.  Before that,
- * unless --no-warm, the range is read (or written) once from the main
+ * first RANGE bytes (reads, or writes with -w, or PERCENT % writes and
+ * the rest reads with -m: a stress test, with a small cache) for SECONDS.
+ * Before that, unless --no-warm, the range is read (or written) once from the main
  * thread so that it is in the node's cache.  The main thread meanwhile
  * runs the main loop: the node's own context (timers, completions of
  * nodes that live there).  Prints one line:
@@ -63,7 +65,7 @@ static struct {
     int64_t size;
     int64_t range;
     double seconds;
-    bool write;
+    int write_pct;
     bool warm;
 } cfg = {
     .threads = 1,
@@ -114,7 +116,8 @@ static void submit(Slot *s)
     uint64_t off = next_offset(w);
 
     qatomic_set(&w->inflight, w->inflight + 1);
-    if (cfg.write) {
+    if (cfg.write_pct == 100 ||
+        (cfg.write_pct && (w->rng >> 33) % 100 < cfg.write_pct)) {
         blk_aio_pwritev(w->blk, off, &s->qiov, 0, done, s);
     } else {
         blk_aio_preadv(w->blk, off, &s->qiov, 0, done, s);
@@ -150,7 +153,7 @@ static void warm(BlockBackend *blk)
 
     memset(buf, 0xa5, chunk);
     for (int64_t off = 0; off < cfg.range; off += chunk) {
-        int ret = cfg.write ? blk_pwrite(blk, off, chunk, buf, 0)
+        int ret = cfg.write_pct ? blk_pwrite(blk, off, chunk, buf, 0)
                             : blk_pread(blk, off, chunk, buf, 0);
         if (ret < 0) {
             error_report("warming up at %" PRId64 ": %s", off,
@@ -173,7 +176,8 @@ static double cpu_seconds(void)
 static void usage(void)
 {
     error_report("usage: stripe-mq-bench [-T THREADS] [-d DEPTH] [-s SIZE] "
-                 "[-r RANGE] [-n SECONDS] [-t CACHE] [-w] [--no-warm] JSON");
+                 "[-r RANGE] [-n SECONDS] [-t CACHE] [-w | -m PERCENT] "
+                 "[--no-warm] JSON");
     exit(2);
 }
 
@@ -212,7 +216,7 @@ int main(int argc, char **argv)
     module_call_init(MODULE_INIT_QOM);
     bdrv_init();
 
-    while ((c = getopt_long(argc, argv, "T:d:s:r:n:t:w", longopts,
+    while ((c = getopt_long(argc, argv, "T:d:s:r:n:t:wm:", longopts,
                             NULL)) != -1) {
         switch (c) {
         case 'T':
@@ -234,7 +238,14 @@ int main(int argc, char **argv)
             cache = optarg;
             break;
         case 'w':
-            cfg.write = true;
+            cfg.write_pct = 100;
+            break;
+        case 'm':
+            cfg.write_pct = atoi(optarg);
+            if (cfg.write_pct < 0 || cfg.write_pct > 100) {
+                error_report("-m: '%s' is not a percentage", optarg);
+                exit(2);
+            }
             break;
         case 'W':
             cfg.warm = false;

@@ -154,11 +154,20 @@ static void stripe_cache_unpin(StripeCache *c) TSA_REQUIRES(c->lock)
 /* Pins to give back once copied from: the next lock holder does it. */
 void stripe_cache_unpin_later(StripeCache *c, StripeUnpin *u)
 {
+    StripeUnpin *first;
+
     if (sc_hits_empty(&u->hits)) {
         g_free(u);
         return;
     }
-    QSLIST_INSERT_HEAD_ATOMIC(&c->unpin, u, next);
+    /*
+     * Not QSLIST_INSERT_HEAD_ATOMIC(): it reads the head with a plain
+     * load, a data race with stripe_cache_unpin()'s exchange (TSan).
+     */
+    do {
+        first = qatomic_read(&c->unpin.slh_first);
+        u->next.sle_next = first;
+    } while (qatomic_cmpxchg(&c->unpin.slh_first, first, u) != first);
 }
 
 void stripe_cache_lock(StripeCache *c) TSA_NO_TSA
