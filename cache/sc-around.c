@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * stripe-cache: write-arounds (discard, write-zeroes, bypass writes).
+ * stripe-cache: the register of write-arounds in flight (discard,
+ * write-zeroes, bypass writes), and what they cover.  Their life
+ * (sc_around_begin/ready/end) is in sc-write.c, beside the writes they
+ * hold off; this module calls nothing.
  *
  * A write-around replaces a range on the nodes without the cache.  From
  * sc_around_begin() to sc_around_end() the range is in transition: the
@@ -19,49 +22,6 @@
  * their number.
  */
 #include "sc-internal.h"
-
-SCAround *sc_around_begin(SCCache *c, uint64_t offset, uint64_t len)
-{
-    uint64_t end = sc_range_end(offset, len);
-    SCAround *a = g_new0(SCAround, 1);
-    SCExtent *e;
-
-    a->link.data = a;
-    a->start = offset;
-    a->end = end;
-    a->min_since = UINT64_MAX;
-    for (e = sc_ext_lookup(c, offset); e && e->start < end;
-         e = sc_ext_next(e)) {
-        if (e->state == SC_EXT_DIRTY) {
-            a->min_since = MIN(a->min_since, e->since);
-        }
-    }
-    /*
-     * An overlapping writeback job in flight may fail once nothing cached
-     * depends on it any more: what it owed is owed by this write now.
-     */
-    a->min_since = MIN(a->min_since, sc_wb_min_since(c, offset, end));
-    /* Listed first, so that the drop's ticket update sees the obligation. */
-    g_queue_push_tail_link(&c->arounds, &a->link);
-    sc_range_drop(c, offset, len);
-    return a;
-}
-
-bool sc_around_ready(SCCache *c, SCAround *a)
-{
-    return !sc_range_busy(c, a->start, a->end - a->start);
-}
-
-void sc_around_end(SCCache *c, SCAround *a, int ret)
-{
-    g_queue_unlink(&c->arounds, &a->link);
-    if (ret < 0 && a->min_since != UINT64_MAX) {
-        /* The guest's request reports the error: nothing is kept. */
-        sc_tickets_fail(c, a->start, a->end, a->min_since, ret, false);
-    }
-    sc_tickets_update(c, a->start, a->end);
-    g_free(a);
-}
 
 /* End of the run from @off that write-arounds cover; @off if none does. */
 uint64_t sc_around_covered_end(SCCache *c, uint64_t off)
@@ -137,4 +97,14 @@ void sc_arounds_free_all(SCCache *c)
         g_queue_unlink(&c->arounds, &a->link);
         g_free(a);
     }
+}
+
+void sc_around_add(SCCache *c, SCAround *a)
+{
+    g_queue_push_tail_link(&c->arounds, &a->link);
+}
+
+void sc_around_remove(SCCache *c, SCAround *a)
+{
+    g_queue_unlink(&c->arounds, &a->link);
 }

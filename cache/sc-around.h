@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * stripe-cache: write-arounds (sc-around.c): discards, write-zeroes and
- * bypass writes on their way to the nodes.
+ * stripe-cache: the register of write-arounds (sc-around.c): discards,
+ * write-zeroes and bypass writes on their way to the nodes (their life,
+ * sc_around_begin/ready/end, is in sc-write.c).
  *
  * Owns SCCache.arounds, a list bounded by the guest's queue depth.
  * Invariants: while an around of a range is in flight, that range is not
@@ -30,5 +31,8 @@ uint64_t sc_around_next_start(SCCache *c, uint64_t off);
 bool sc_around_overlaps(SCCache *c, uint64_t start, uint64_t end);
 uint64_t sc_around_min_need(SCCache *c, uint64_t start, uint64_t end);
 void sc_arounds_free_all(SCCache *c);
+
+void sc_around_add(SCCache *c, SCAround *a);
+void sc_around_remove(SCCache *c, SCAround *a);
 
 #endif /* SC_AROUND_H */

@@ -65,3 +65,45 @@ bool sc_make_room(SCCache *c, uint64_t mem_need, uint64_t ext_need,
     }
     return !sc_over_budget(c, mem_need, ext_need);
 }
+
+/* A queued prefetch job nobody waits for any more (or that must go). */
+void sc_fetch_cancel(SCCache *c, SCFetchJob *job)
+{
+    SCExtent *e = sc_ext_lookup(c, job->start);
+
+    g_assert(!job->issued);
+    /* Clear the job's extents first: deleting the last one recurses. */
+    job->issued = true;
+    while (e && e->start < job->end) {
+        SCExtent *next = sc_ext_next(e);
+
+        if (e->state == SC_EXT_FETCHING && e->fetch == job) {
+            sc_ext_delete(c, e, SC_DROP_INVALIDATE);
+        }
+        e = next;
+    }
+    g_queue_unlink(&c->nodes[job->node].prefetch_queue, &job->queue_link);
+    sc_fetch_job_free(c, job);
+}
+
+/* Cancel the newest queued prefetch job of the busiest queue. */
+bool sc_prefetch_cancel_one(SCCache *c)
+{
+    SCNode *best = NULL;
+    uint32_t i;
+
+    for (i = 0; i < c->geo.node_count; i++) {
+        SCNode *n = &c->nodes[i];
+
+        if (n->prefetch_queue.length &&
+            (!best || n->prefetch_queue.length >
+                      best->prefetch_queue.length)) {
+            best = n;
+        }
+    }
+    if (!best) {
+        return false;
+    }
+    sc_fetch_cancel(c, best->prefetch_queue.tail->data);
+    return true;
+}

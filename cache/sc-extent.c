@@ -161,7 +161,7 @@ void sc_ext_delete(SCCache *c, SCExtent *e, SCDropReason why)
     c->ext.count--;
     g_free(e);
     if (job && !job->issued && job->waiting == 0) {
-        sc_fetch_cancel(c, job);
+        sc_fetch_job_discard(c, job);
     }
 }
 
@@ -337,4 +337,10 @@ void sc_ext_touch(SCCache *c, SCExtent *e)
     g_queue_unlink(&c->ext.lru, &e->lru_link);
     g_queue_push_head_link(&c->ext.lru, &e->lru_link);
     e->lru_stamp = ++c->ext.lru_clock;
+}
+
+/* Dirty bytes, cached or only in flight (overwritten meanwhile). */
+uint64_t sc_dirty_total(const SCCache *c)
+{
+    return c->ext.dirty_bytes + c->wbj.orphan_bytes;
 }

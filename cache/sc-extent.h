@@ -78,7 +78,7 @@ int sc_ext_elig_cmp(const SCTreeNode *a, const SCTreeNode *b);
 /* Tree orders, shared with the consistency checker. */
 int sc_ext_map_cmp(const SCTreeNode *a, const SCTreeNode *b);
 int sc_ext_dirty_cmp(const SCTreeNode *a, const SCTreeNode *b);
-int sc_job_start_cmp(const SCTreeNode *a, const SCTreeNode *b);
-int sc_job_since_cmp(const SCTreeNode *a, const SCTreeNode *b);
+/* Dirty bytes, cached or only in flight. */
+uint64_t sc_dirty_total(const SCCache *c);
 
 #endif /* SC_EXTENT_H */

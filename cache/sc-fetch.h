@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * stripe-cache: fetch jobs (sc-read.c): reads of the nodes that fill the
- * cache, for a reader or as prefetch.
+ * stripe-cache: fetch jobs (sc-fetchjob.c; sc-read.c issues and completes
+ * them): reads of the nodes that fill the cache, for a reader or as
+ * prefetch.
  *
  * Owns SCFetchState.  Invariants:
  * - a job's pages are its own until it completes: nothing else sees them,
@@ -43,8 +44,10 @@ typedef struct SCFetchState {
 } SCFetchState;
 
 /* sc-read.c: fetch jobs and prefetch */
-void sc_fetch_cancel(SCCache *c, SCFetchJob *job);
+/* sc-fetchjob.c: a job's life */
+SCFetchJob *sc_fetch_job_new(SCCache *c, uint64_t start, uint64_t end,
+                             bool prefetch);
 void sc_fetch_job_free(SCCache *c, SCFetchJob *job);
-bool sc_prefetch_cancel_one(SCCache *c);
+void sc_fetch_job_discard(SCCache *c, SCFetchJob *job);
 
 #endif /* SC_FETCH_H */

@@ -93,6 +93,7 @@ typedef struct SCFetchJob SCFetchJob;
 #include "sc-extent.h"
 #include "sc-pages.h"
 #include "sc-evict.h"
+#include "sc-wbjobs.h"
 #include "sc-writeback.h"
 #include "sc-fetch.h"
 #include "sc-flush.h"
@@ -124,8 +125,8 @@ struct SCCache {
 
     SCExtentMap ext;            /* sc-extent.h */
     SCPageStore store;          /* sc-pages.h */
-    SCWbJobs wbj;               /* sc-writeback.h: jobs in flight */
-    SCWbSched wb;               /* sc-writeback.h: the scheduler */
+    SCWbJobs wbj;               /* sc-wbjobs.h: jobs in flight */
+    SCWbSched wb;               /* sc-writeback.h: the planner */
     SCFetchState fetch;         /* sc-fetch.h */
     SCFlushState fl;            /* sc-flush.h */
     GQueue arounds;             /* sc-around.h */

@@ -35,53 +35,6 @@ static GArray *read_walk(SCCache *c, uint64_t offset, uint64_t len,
                          unsigned flags, int64_t now_ns, SCIovIter *it,
                          SCHits *hits);
 
-static SCFetchJob *fetch_job_new(SCCache *c, uint64_t start, uint64_t end,
-                                 bool prefetch)
-{
-    SCFetchJob *job = g_new0(SCFetchJob, 1);
-    uint32_t k;
-
-    job->id = c->next_job_id++;
-    job->start = start;
-    job->end = end;
-    job->node = sc_node_of(c, start);
-    job->prefetch = prefetch;
-    job->queue_link.data = job;
-    job->first_page = sc_page_index(c, start);
-    job->npages = sc_pages_spanned(c, start, end);
-    job->pages = g_new(SCPage *, job->npages);
-    job->iov = g_new(struct iovec, job->npages);
-    for (k = 0; k < job->npages; k++) {
-        job->pages[k] = sc_page_alloc(c, job->first_page + k);
-    }
-    sc_job_iov_build(c, start, end, job->pages, job->iov);
-    c->fetch.mem_bytes += job->npages * c->page_size;
-    if (prefetch) {
-        c->fetch.prefetch_mem_bytes += job->npages * c->page_size;
-    }
-    g_hash_table_insert(c->fetch.jobs, &job->id, job);
-    return job;
-}
-
-void sc_fetch_job_free(SCCache *c, SCFetchJob *job)
-{
-    uint32_t k;
-
-    g_hash_table_remove(c->fetch.jobs, &job->id);
-    for (k = 0; k < job->npages; k++) {
-        if (job->pages[k]) {
-            c->fetch.mem_bytes -= c->page_size;
-            if (job->prefetch) {
-                c->fetch.prefetch_mem_bytes -= c->page_size;
-            }
-            sc_page_unref(c, job->pages[k]);
-        }
-    }
-    g_free(job->pages);
-    g_free(job->iov);
-    g_free(job);
-}
-
 /* Make every absent byte of the job's range wait for the job. */
 static void fetch_job_claim(SCCache *c, SCFetchJob *job)
 {
@@ -110,48 +63,6 @@ static void fetch_job_claim(SCCache *c, SCFetchJob *job)
         sc_ext_insert(c, f);
         pos = gap_end;
     }
-}
-
-/* A queued prefetch job nobody waits for any more (or that must go). */
-void sc_fetch_cancel(SCCache *c, SCFetchJob *job)
-{
-    SCExtent *e = sc_ext_lookup(c, job->start);
-
-    g_assert(!job->issued);
-    /* Clear the job's extents first: deleting the last one recurses. */
-    job->issued = true;
-    while (e && e->start < job->end) {
-        SCExtent *next = sc_ext_next(e);
-
-        if (e->state == SC_EXT_FETCHING && e->fetch == job) {
-            sc_ext_delete(c, e, SC_DROP_INVALIDATE);
-        }
-        e = next;
-    }
-    g_queue_unlink(&c->nodes[job->node].prefetch_queue, &job->queue_link);
-    sc_fetch_job_free(c, job);
-}
-
-/* Cancel the newest queued prefetch job of the busiest queue. */
-bool sc_prefetch_cancel_one(SCCache *c)
-{
-    SCNode *best = NULL;
-    uint32_t i;
-
-    for (i = 0; i < c->geo.node_count; i++) {
-        SCNode *n = &c->nodes[i];
-
-        if (n->prefetch_queue.length &&
-            (!best || n->prefetch_queue.length >
-                      best->prefetch_queue.length)) {
-            best = n;
-        }
-    }
-    if (!best) {
-        return false;
-    }
-    sc_fetch_cancel(c, best->prefetch_queue.tail->data);
-    return true;
 }
 
 static void job_to_public(const SCFetchJob *job, SCJob *out)
@@ -323,7 +234,7 @@ static void read_gap_segment(SCCache *c, GArray *pieces, uint64_t start,
             pos = stop;
             continue;
         }
-        job = fetch_job_new(c, js, je, false);
+        job = sc_fetch_job_new(c, js, je, false);
         job->issued = true;
         job->handout_call = c->fetch.read_call;
         c->fetch.issued++;
@@ -515,7 +426,7 @@ static void sc_prefetch_window(SCCache *c, uint64_t start, uint64_t end)
             !sc_make_room(c, need, 3, 0, 0, false)) {
             return;
         }
-        job = fetch_job_new(c, js, je, true);
+        job = sc_fetch_job_new(c, js, je, true);
         fetch_job_claim(c, job);
         g_queue_push_tail_link(&c->nodes[job->node].prefetch_queue,
                           &job->queue_link);

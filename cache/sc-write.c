@@ -112,7 +112,7 @@ static void write_over(SCCache *c, SCExtent *e, uint64_t epoch,
         sc_store_add_used(c, e->start, e->end);
         sc_ext_index(c, e);
         if (!job->issued && job->waiting == 0) {
-            sc_fetch_cancel(c, job);
+            sc_fetch_job_discard(c, job);
         }
         break;
     }
@@ -272,4 +272,48 @@ bypass:
     res.status = SC_WRITE_BYPASS;
     res.around = sc_around_begin(c, offset, len);
     return res;
+}
+
+/* The life of a write-around (see sc-around.c for what it means). */
+SCAround *sc_around_begin(SCCache *c, uint64_t offset, uint64_t len)
+{
+    uint64_t end = sc_range_end(offset, len);
+    SCAround *a = g_new0(SCAround, 1);
+    SCExtent *e;
+
+    a->link.data = a;
+    a->start = offset;
+    a->end = end;
+    a->min_since = UINT64_MAX;
+    for (e = sc_ext_lookup(c, offset); e && e->start < end;
+         e = sc_ext_next(e)) {
+        if (e->state == SC_EXT_DIRTY) {
+            a->min_since = MIN(a->min_since, e->since);
+        }
+    }
+    /*
+     * An overlapping writeback job in flight may fail once nothing cached
+     * depends on it any more: what it owed is owed by this write now.
+     */
+    a->min_since = MIN(a->min_since, sc_wb_min_since(c, offset, end));
+    /* Listed first, so that the drop's ticket update sees the obligation. */
+    sc_around_add(c, a);
+    sc_range_drop(c, offset, len);
+    return a;
+}
+
+bool sc_around_ready(SCCache *c, SCAround *a)
+{
+    return !sc_range_busy(c, a->start, a->end - a->start);
+}
+
+void sc_around_end(SCCache *c, SCAround *a, int ret)
+{
+    sc_around_remove(c, a);
+    if (ret < 0 && a->min_since != UINT64_MAX) {
+        /* The guest's request reports the error: nothing is kept. */
+        sc_tickets_fail(c, a->start, a->end, a->min_since, ret, false);
+    }
+    sc_tickets_update(c, a->start, a->end);
+    g_free(a);
 }

@@ -1,18 +1,13 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * stripe-cache: writeback (sc-writeback.c): the jobs in flight and the
- * scheduler that picks the next one.
+ * stripe-cache: the writeback planner (sc-writeback.c): which dirty data
+ * goes to the nodes next, and what a finished job settles.
  *
- * Owns SCWbJobs and SCWbSched.  Invariants:
- * - at most one job is in flight for any byte: a DIRTY extent under a job
- *   has @wb set, one holding newer data over an in-flight range has
- *   @blocked_by set, and neither is eligible;
- * - @by_start holds the jobs by range, @by_since by the oldest data they
- *   carry (what flush tickets wait for);
- * - a job's @live bytes are still cached as its data; the rest (overwritten
- *   or dropped while in flight) are counted in @orphan_bytes until it ends;
- * - SCNode.wb_inflight counts each node's jobs in flight; a node in
- *   backoff after an error gets no background job until @backoff_until.
+ * Owns SCWbSched: the pressure flag, the bandwidth estimate that paces
+ * writers, and the failure count that blocked writers watch.  Per node it
+ * owns SCNode.backoff_*: a node whose writeback failed gets no background
+ * job until @backoff_until.  It starts jobs through sc-wbjobs.h and
+ * settles flush tickets through sc-flush.h.
  *
  * Locking: none here.  The caller serialises every call into the core
  * (the driver holds its cache lock around each); nothing in this module
@@ -20,31 +15,6 @@
  */
 #ifndef SC_WRITEBACK_H
 #define SC_WRITEBACK_H
-
-struct SCWbJob {
-    uint64_t id;                /* first: the hash key */
-    SCTreeNode range_node;      /* c->wb_by_start */
-    SCTreeNode since_node;      /* c->wb_by_since */
-    uint64_t start;
-    uint64_t end;
-    uint64_t live;              /* bytes still cached as this data */
-    uint64_t min_since;
-    int64_t min_dirtied_ns;
-    uint32_t node;
-    bool fua;
-    uint64_t first_page;
-    uint32_t npages;
-    SCPage **pages;
-    struct iovec *iov;
-};
-
-typedef struct SCWbJobs {
-    SCTree by_start;
-    SCTree by_since;
-    GHashTable *jobs;           /* id -> SCWbJob */
-    uint64_t inflight_bytes;
-    uint64_t orphan_bytes;      /* in-flight bytes no longer cached */
-} SCWbJobs;
 
 typedef struct SCWbSched {
     bool pressure;              /* a writer was refused: write back now */
@@ -55,12 +25,5 @@ typedef struct SCWbSched {
     uint64_t failures;          /* failed writeback jobs so far */
     int last_error;
 } SCWbSched;
-
-/* sc-writeback.c */
-SCWbJob *sc_wb_job_covering(SCCache *c, uint64_t off);
-uint64_t sc_wb_boundary_after(SCCache *c, uint64_t off);
-uint64_t sc_wb_min_since(SCCache *c, uint64_t start, uint64_t end);
-uint64_t sc_dirty_total(const SCCache *c);
-void sc_wb_job_free(SCCache *c, SCWbJob *job);
 
 #endif /* SC_WRITEBACK_H */
