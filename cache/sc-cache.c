@@ -116,6 +116,7 @@ void sc_cache_free(SCCache *c)
     for (i = 0; i < c->geo.node_count; i++) {
         g_queue_init(&c->nodes[i].prefetch_queue);
     }
+    c->fetch.queued = 0;
     g_hash_table_iter_init(&iter, c->fetch.jobs);
     while (g_hash_table_iter_next(&iter, &key, &value)) {
         SCFetchJob *job = value;
@@ -176,7 +177,7 @@ static void cancel_prefetch_beyond(SCCache *c, uint64_t end)
 {
     uint32_t i;
 
-    for (i = 0; i < c->geo.node_count; i++) {
+    for (i = 0; c->fetch.queued && i < c->geo.node_count; i++) {
         GList *l = c->nodes[i].prefetch_queue.head;
 
         while (l) {

@@ -149,6 +149,15 @@ static bool check_extents(SCCache *c, CheckState *st, char **why)
           dirty, c->ext.dirty_bytes);
     CHECK(nclean == c->ext.lru.length, "LRU length wrong");
     CHECK(ndirty == c->ext.dirty_by_since.count, "dirty index size wrong");
+    {
+        uint64_t queued = 0;
+
+        for (uint32_t q = 0; q < c->geo.node_count; q++) {
+            queued += c->nodes[q].prefetch_queue.length;
+        }
+        CHECK(queued == c->fetch.queued, "queued prefetch %" PRIu64
+              " != %" PRIu64, queued, c->fetch.queued);
+    }
     CHECK(nelig == elig_total, "eligible trees hold %" PRIu64 " not %"
           PRIu64, elig_total, nelig);
     return true;

@@ -82,7 +82,7 @@ void sc_fetch_cancel(SCCache *c, SCFetchJob *job)
         }
         e = next;
     }
-    g_queue_unlink(&c->nodes[job->node].prefetch_queue, &job->queue_link);
+    sc_fetch_job_unqueue(c, job);
     sc_fetch_job_free(c, job);
 }
 
@@ -92,6 +92,9 @@ bool sc_prefetch_cancel_one(SCCache *c)
     SCNode *best = NULL;
     uint32_t i;
 
+    if (!c->fetch.queued) {
+        return false;
+    }
     for (i = 0; i < c->geo.node_count; i++) {
         SCNode *n = &c->nodes[i];
 

@@ -9,6 +9,8 @@
  *   and completion adopts or copies only the bytes still FETCHING for it
  *   (@waiting counts them; a job nobody waits for is only cancelled);
  * - a queued prefetch job is in its node's prefetch queue and not issued;
+ *   @queued counts them all, so that finding none costs O(1), not a look
+ *   at every node;
  * - @mem_bytes and @prefetch_mem_bytes count the pages jobs own.
  *
  * Locking: none here.  The caller serialises every call into the core
@@ -37,6 +39,7 @@ struct SCFetchJob {
 typedef struct SCFetchState {
     GHashTable *jobs;           /* id -> SCFetchJob */
     uint64_t issued;            /* handed to the caller, not completed */
+    uint64_t queued;            /* in the nodes' prefetch queues */
     uint64_t mem_bytes;         /* pages owned by fetch jobs */
     uint64_t prefetch_mem_bytes;
     uint64_t read_call;         /* sc_read calls so far */
@@ -49,5 +52,7 @@ SCFetchJob *sc_fetch_job_new(SCCache *c, uint64_t start, uint64_t end,
                              bool prefetch);
 void sc_fetch_job_free(SCCache *c, SCFetchJob *job);
 void sc_fetch_job_discard(SCCache *c, SCFetchJob *job);
+void sc_fetch_job_queue(SCCache *c, SCFetchJob *job);
+void sc_fetch_job_unqueue(SCCache *c, SCFetchJob *job);
 
 #endif /* SC_FETCH_H */

@@ -55,6 +55,21 @@ void sc_fetch_job_free(SCCache *c, SCFetchJob *job)
     g_free(job);
 }
 
+/* Queue prefetch job @job on its node, behind the ones queued before. */
+void sc_fetch_job_queue(SCCache *c, SCFetchJob *job)
+{
+    g_queue_push_tail_link(&c->nodes[job->node].prefetch_queue,
+                           &job->queue_link);
+    c->fetch.queued++;
+}
+
+/* Take queued prefetch job @job off its node's queue. */
+void sc_fetch_job_unqueue(SCCache *c, SCFetchJob *job)
+{
+    g_queue_unlink(&c->nodes[job->node].prefetch_queue, &job->queue_link);
+    c->fetch.queued--;
+}
+
 /*
  * A job that was never handed out and that no extent waits for any more:
  * off its node's prefetch queue (if queued), and freed.
@@ -62,6 +77,6 @@ void sc_fetch_job_free(SCCache *c, SCFetchJob *job)
 void sc_fetch_job_discard(SCCache *c, SCFetchJob *job)
 {
     g_assert(!job->issued && job->waiting == 0);
-    g_queue_unlink(&c->nodes[job->node].prefetch_queue, &job->queue_link);
+    sc_fetch_job_unqueue(c, job);
     sc_fetch_job_free(c, job);
 }

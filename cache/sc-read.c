@@ -126,8 +126,7 @@ static void read_fetching(SCCache *c, GArray *pieces, SCExtent *e,
     SCFetchJob *job = e->fetch;
 
     if (!job->issued) {
-        g_queue_unlink(&c->nodes[job->node].prefetch_queue,
-                       &job->queue_link);
+        sc_fetch_job_unqueue(c, job);
         job->issued = true;
         job->handout_call = c->fetch.read_call;
         c->nodes[job->node].fetch_inflight++;
@@ -428,8 +427,7 @@ static void sc_prefetch_window(SCCache *c, uint64_t start, uint64_t end)
         }
         job = sc_fetch_job_new(c, js, je, true);
         fetch_job_claim(c, job);
-        g_queue_push_tail_link(&c->nodes[job->node].prefetch_queue,
-                          &job->queue_link);
+        sc_fetch_job_queue(c, job);
         pos = je;
         e = sc_ext_lookup(c, pos);
     }
@@ -439,6 +437,10 @@ bool sc_prefetch_next(SCCache *c, SCJob *out)
 {
     uint32_t i;
 
+    /* most calls find nothing queued: do not look at every node then */
+    if (!c->fetch.queued) {
+        return false;
+    }
     for (i = 0; i < c->geo.node_count; i++) {
         uint32_t n = (c->fetch.prefetch_rr + i) % c->geo.node_count;
         SCNode *node = &c->nodes[n];
@@ -449,7 +451,7 @@ bool sc_prefetch_next(SCCache *c, SCJob *out)
             continue;
         }
         job = node->prefetch_queue.head->data;
-        g_queue_unlink(&node->prefetch_queue, &job->queue_link);
+        sc_fetch_job_unqueue(c, job);
         job->issued = true;
         node->fetch_inflight++;
         c->fetch.issued++;

@@ -54,6 +54,10 @@ static SCExtent *oldest_eligible(SCCache *c, bool background,
     SCExtent *best = NULL;
     uint32_t n;
 
+    /* nothing dirty (the common case of a read): do not visit every node */
+    if (!c->ext.dirty_bytes) {
+        return NULL;
+    }
     for (n = 0; n < c->geo.node_count; n++) {
         SCExtent *e;
 
