@@ -527,9 +527,7 @@ stripe_cache_co_pwritev(BlockDriverState *bs, int64_t offset, int64_t bytes,
         return 0;
     }
     case SC_WRITE_THROUGH:
-        stripe_cache_unlock(c);
-        stripe_cache_kick(bs, true);
-        stripe_cache_lock(c);
+        /* its first wait starts the writeback that the ticket waits for */
         ret = stripe_cache_wait_ticket(bs, c, r.wait);
         stripe_cache_unlock(c);
         return ret;
@@ -556,9 +554,7 @@ int coroutine_fn GRAPH_RDLOCK stripe_cache_co_flush(BlockDriverState *bs)
 
     stripe_cache_lock(c);
     ticket = sc_flush_begin(c->core, true);
-    stripe_cache_unlock(c);
-    stripe_cache_kick(bs, true);
-    stripe_cache_lock(c);
+    /* its first wait starts the writeback that the ticket waits for */
     ret = stripe_cache_wait_ticket(bs, c, ticket);
     stripe_cache_unlock(c);
     /*

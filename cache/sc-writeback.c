@@ -317,10 +317,15 @@ uint64_t sc_writeback_failures(SCCache *c, int *last_error)
 
 int64_t sc_next_deadline(SCCache *c, int64_t now_ns)
 {
-    bool pressure = under_pressure(c);
+    bool pressure;
     int64_t best = INT64_MAX;
     uint32_t n;
 
+    /* nothing dirty, nothing to write back: no node needs a look */
+    if (!c->ext.dirty_bytes) {
+        return INT64_MAX;
+    }
+    pressure = under_pressure(c);
     if (pick_for_tickets(c)) {
         return now_ns;
     }
