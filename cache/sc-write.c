@@ -137,7 +137,21 @@ static void write_apply(SCCache *c, uint64_t start, uint64_t end,
                         SCIovIter *it, int64_t now_ns)
 {
     uint64_t epoch = c->fl.epoch, pos = start;
-    SCExtent *e;
+    SCExtent *e = sc_ext_lookup(c, start);
+
+    /*
+     * Rewriting bytes that are dirty and not on their way to the nodes
+     * (a guest rewriting its hot blocks): the extent keeps its state,
+     * since and age (write_over() changes nothing for it) and no job
+     * boundary lies inside it, so only the data changes.  Cutting it and
+     * merging it back would take it out of every index tree and put it
+     * back, for nothing.
+     */
+    if (e && e->state == SC_EXT_DIRTY && !e->wb && e->start <= start &&
+        end <= e->end) {
+        sc_pages_copy_in(c, start, end, it);
+        return;
+    }
 
     sc_ext_carve(c, start);
     sc_ext_carve(c, end);
