@@ -31,7 +31,6 @@
 #include "qemu/coroutine.h"
 #include "qemu/error-report.h"
 #include "qemu/iov.h"
-#include "qemu/lockable.h"
 #include "qemu/main-loop.h"
 #include "stripe.h"
 #include "trace.h"
@@ -227,6 +226,7 @@ static int coroutine_fn GRAPH_RDLOCK stripe_fetch_task_entry(AioTask *task)
     StripeFetchTask *t = container_of(task, StripeFetchTask, task);
     BDRVStripeState *s = t->bs->opaque;
     StripeCache *c = s->cache;
+    StripeJobBatch batch;
     QEMUIOVector qiov;
     int ret;
 
@@ -239,9 +239,9 @@ static int coroutine_fn GRAPH_RDLOCK stripe_fetch_task_entry(AioTask *task)
                        t->piece.job.len, &qiov, 0, 0);
     stripe_cache_lock(c);
     sc_fetch_done(c->core, t->piece.job.id, ret, stripe_cache_now());
-    c->in_flight--;
-    qemu_co_queue_restart_all(&c->progress);
+    stripe_cache_completed(c, &batch);
     stripe_cache_unlock(c);
+    stripe_cache_start_jobs(t->bs, &batch);
     return ret;
 }
 
