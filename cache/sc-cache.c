@@ -102,6 +102,7 @@ void sc_cache_free(SCCache *c)
 {
     GHashTableIter iter;
     gpointer key, value;
+    GList *jobs, *l;
     uint32_t i;
 
     if (!c) {
@@ -117,21 +118,12 @@ void sc_cache_free(SCCache *c)
         g_queue_init(&c->nodes[i].prefetch_queue);
     }
     c->fetch.queued = 0;
-    g_hash_table_iter_init(&iter, c->fetch.jobs);
-    while (g_hash_table_iter_next(&iter, &key, &value)) {
-        SCFetchJob *job = value;
-        uint32_t k;
-
-        g_hash_table_iter_steal(&iter);
-        for (k = 0; k < job->npages; k++) {
-            if (job->pages[k]) {
-                sc_page_unref(c, job->pages[k]);
-            }
-        }
-        g_free(job->pages);
-        g_free(job->iov);
-        g_free(job);
+    /* sc_fetch_job_free() takes each out of the table: not while iterating */
+    jobs = g_hash_table_get_values(c->fetch.jobs);
+    for (l = jobs; l; l = l->next) {
+        sc_fetch_job_free(c, l->data);
     }
+    g_list_free(jobs);
     free_all_extents(c);
     sc_store_clear(c);
     sc_tickets_free_all(c);
