@@ -53,8 +53,8 @@
 #define STRIPE_CACHE_KICK_BATCH         16
 /*
  * Tries to take a contended cache lock before sleeping on it.  The
- * critical sections are short (an index walk, a copy of at most
- * STRIPE_CACHE_COPY_UNDER_LOCK bytes): the lock is usually free again
+ * critical sections are short (an index walk; reads copy outside the
+ * lock, a write copies only its own data): the lock is usually free again
  * within a microsecond, while sleeping and being woken costs two system
  * calls and a context switch, several microseconds.
  */
