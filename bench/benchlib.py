@@ -150,3 +150,22 @@ def alternate(reps, *fns):
 
 def img_bench_secs(out):
     return float(re.search(r'Run completed in ([0-9.]+) seconds', out)[1])
+
+
+def img_bench_ir_per_io(qemu_img, workdir, args, small=2000, large=12000):
+    """Instructions per request of `qemu-img bench @args` under callgrind:
+    the difference of a @large- and a @small-request run removes start-up
+    and teardown.  @args are bench's options and image, without -c."""
+    def total(count):
+        out_file = os.path.join(workdir, 'callgrind.out')
+        subprocess.run(['valgrind', '--tool=callgrind',
+                        '--callgrind-out-file=' + out_file, qemu_img,
+                        'bench', '-c', str(count)] + list(args),
+                       check=True, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL)
+        with open(out_file) as f:
+            for line in f:
+                if line.startswith(('summary:', 'totals:')):
+                    return int(line.split()[1])
+        raise RuntimeError('no callgrind summary')
+    return (total(large) - total(small)) / (large - small)
