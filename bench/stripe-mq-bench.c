@@ -14,8 +14,8 @@
  * requests of SIZE bytes in flight at random SIZE-aligned offsets in the
  * first RANGE bytes (reads, or writes with -w, or PERCENT % writes and
  * the rest reads with -m: a stress test, with a small cache) for SECONDS.
- * Before that, unless --no-warm, the range is read (or written) once from the main
- * thread so that it is in the node's cache.  The main thread meanwhile
+ * Before that, unless --no-warm, the range is read (or written) once
+ * from the main thread so that it is in the node's cache.  The main thread meanwhile
  * runs the main loop: the node's own context (timers, completions of
  * nodes that live there).  Prints one line:
  *
@@ -36,6 +36,7 @@
 #include "qemu/cutils.h"
 #include "qemu/error-report.h"
 #include "qemu/main-loop.h"
+#include "qemu/memalign.h"
 #include "qemu/module.h"
 #include "qemu/rcu.h"
 #include "qemu/thread.h"

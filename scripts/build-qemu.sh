@@ -23,7 +23,7 @@
 # waits for, re-unpacks or reconfigures the plain build.
 #
 # --tsan builds with clang and QEMU's --enable-tsan, in build/qemu-tsan,
-# what scripts/run-tsan needs: the driver driven from several threads.
+# what qtests/run-tsan needs: the driver driven from several threads.
 
 set -euo pipefail
 
@@ -45,8 +45,10 @@ DEFAULT_TARGETS=(qemu-img qemu-io qemu-nbd storage-daemon/qemu-storage-daemon
 # runs qemu-img and qemu-io.
 ASAN_TARGETS=(qemu-img qemu-io qemu-nbd storage-daemon/qemu-storage-daemon
               qemu-system-x86_64)
-# What scripts/run-tsan runs: the driver from several threads at once.
-TSAN_TARGETS=(qemu-img stripe-mq-bench)
+# What qtests/run-tsan runs: the driver from several threads at once, and
+# the multiqueue qtest (a virtio-blk device on four iothreads).
+TSAN_TARGETS=(qemu-img stripe-mq-bench qemu-system-x86_64
+              tests/qtest/qos-test)
 
 die() {
     echo "build-qemu: error: $*" >&2
@@ -197,7 +199,7 @@ link_sources() {
         fi
     done
     # libqtest/libqos tests built inside QEMU's tests/qtest.
-    for t in "$REPO"/qtests/qtest/*.c; do
+    for t in "$REPO"/qtests/qtest/*.[ch]; do
         [ -e "$t" ] || continue
         link "$t" "$SRC/tests/qtest/$(basename "$t")"
     done
