@@ -36,11 +36,133 @@ typedef struct StripeJob {
     BlockDriverState *bs;
     SCJob job;
     bool writeback;             /* else a prefetch */
+    int ret;                    /* of the node request, once ended */
+    QSLIST_ENTRY(StripeJob) done_next;  /* StripeNodeDone */
 } StripeJob;
+
+/* Ended jobs settled in one hold of the lock, finished after it. */
+typedef struct StripeSettled {
+    QSLIST_HEAD(, StripeJob) jobs;
+    StripeJobBatch batch;
+} StripeSettled;
+
+/* done_nodes has a bit per node */
+QEMU_BUILD_BUG_ON(STRIPE_MAX_NODES > 64);
+
+static void stripe_cache_unpin(StripeCache *c) TSA_REQUIRES(c->lock);
 
 int64_t stripe_cache_now(void)
 {
     return qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
+}
+
+/*
+ * Settling.  A background job whose node request has ended is not settled
+ * with the core by its own coroutine under the lock, as a reader's fetch
+ * or a write-around is: under multiqueue load the request threads hold
+ * the lock most of the time, and the node's completion would wait for it.
+ * The job goes on its node's list of ended jobs instead, without the lock,
+ * and the next coroutine to drop the lock settles every ended job of
+ * every node in that hold (stripe_cache_unlock()).  If the lock is free,
+ * the job's coroutine takes it and settles.  If it is held, the holder
+ * settles the job when it drops the lock, unless it looked before the job
+ * was pushed or is not a coroutine: for those cases a settling coroutine
+ * is scheduled in the job's thread.  Only coroutines settle: settling
+ * wakes the requests waiting for progress, and outside a coroutine
+ * qemu_co_queue_restart_all() would enter a waiter of this thread at once,
+ * with the lock held, which the waiter then takes again.  A job stays in
+ * flight for QEMU until settled, and the settling coroutine is in flight
+ * until it has run, so that a drain waits for both.
+ */
+
+/* Tell the core of the ended jobs; called with c->lock held. */
+static void stripe_cache_settle(StripeCache *c, StripeSettled *st)
+    TSA_REQUIRES(c->lock)
+{
+    uint64_t nodes = qatomic_xchg(&c->done_nodes, 0);
+    int64_t now = stripe_cache_now();
+    bool waiters = !qemu_co_queue_empty(&c->progress);
+    QSLIST_HEAD(, StripeJob) list;
+    StripeJob *j, *next;
+
+    QSLIST_INIT(&st->jobs);
+    while (nodes) {
+        unsigned node = ctz64(nodes);
+
+        nodes &= nodes - 1;
+        QSLIST_MOVE_ATOMIC(&list, &c->done[node].jobs);
+        QSLIST_FOREACH_SAFE(j, &list, done_next, next) {
+            if (j->writeback) {
+                sc_writeback_done(c->core, j->job.id, j->ret, now);
+            } else {
+                sc_fetch_done(c->core, j->job.id, j->ret, now);
+            }
+            c->in_flight--;
+            QSLIST_INSERT_HEAD(&st->jobs, j, done_next);
+        }
+    }
+    qemu_co_queue_restart_all(&c->progress);
+    stripe_cache_collect_jobs(c, waiters, now, &st->batch);
+}
+
+/*
+ * Start what the settled jobs made startable, then let them go: the last
+ * bdrv_dec_in_flight() may end a drain and let the cache be freed, so
+ * nothing of it is touched after.
+ */
+static void stripe_cache_settled(BlockDriverState *bs, StripeSettled *st)
+{
+    StripeJob *j, *next;
+
+    stripe_cache_start_jobs(bs, &st->batch);
+    QSLIST_FOREACH_SAFE(j, &st->jobs, done_next, next) {
+        g_free(j);
+        bdrv_dec_in_flight(bs);
+    }
+}
+
+static void coroutine_fn stripe_cache_settle_co(void *opaque)
+{
+    BlockDriverState *bs = opaque;
+    BDRVStripeState *s = bs->opaque;
+    StripeCache *c = s->cache;
+
+    /* before looking: a job pushed after this schedules another */
+    qatomic_xchg(&c->settle_scheduled, false);
+    if (qatomic_read(&c->done_nodes)) {
+        stripe_cache_lock(c);
+        stripe_cache_unlock(c);
+    }
+    bdrv_dec_in_flight(bs);
+}
+
+/* A job's node request ended: push it, and settle it or see it settled. */
+static void coroutine_fn stripe_job_ended(StripeCache *c, StripeJob *j)
+    TSA_NO_TSA
+{
+    StripeNodeDone *d = &c->done[j->job.node];
+    uint64_t bit = 1ULL << j->job.node;
+    BlockDriverState *bs = j->bs;
+    StripeJob *first;
+
+    /* Not QSLIST_INSERT_HEAD_ATOMIC(): see stripe_cache_unpin_later(). */
+    do {
+        first = qatomic_read(&d->jobs.slh_first);
+        j->done_next.sle_next = first;
+    } while (qatomic_cmpxchg(&d->jobs.slh_first, first, j) != first);
+    /* after the push: a settler that cleared the bit finds it set again */
+    if (!(qatomic_read(&c->done_nodes) & bit)) {
+        qatomic_fetch_or(&c->done_nodes, bit);
+    }
+
+    if (qemu_mutex_trylock(&c->lock.mutex) == 0) {
+        stripe_cache_unpin(c);
+        stripe_cache_unlock(c);
+    } else if (!qatomic_xchg(&c->settle_scheduled, true)) {
+        bdrv_inc_in_flight(bs);
+        aio_co_schedule(qemu_get_current_aio_context(),
+                        qemu_coroutine_create(stripe_cache_settle_co, bs));
+    }
 }
 
 static void coroutine_fn stripe_job_co(void *opaque)
@@ -49,7 +171,6 @@ static void coroutine_fn stripe_job_co(void *opaque)
     BlockDriverState *bs = j->bs;
     BDRVStripeState *s = bs->opaque;
     StripeCache *c = s->cache;
-    StripeJobBatch batch;
     QEMUIOVector qiov;
     int ret;
 
@@ -67,17 +188,8 @@ static void coroutine_fn stripe_job_co(void *opaque)
 
     trace_stripe_cache_job_done(bs, j->writeback, j->job.id, j->job.offset,
                                 j->job.len, ret);
-    stripe_cache_lock(c);
-    if (j->writeback) {
-        sc_writeback_done(c->core, j->job.id, ret, stripe_cache_now());
-    } else {
-        sc_fetch_done(c->core, j->job.id, ret, stripe_cache_now());
-    }
-    stripe_cache_completed(c, &batch);
-    stripe_cache_unlock(c);
-    stripe_cache_start_jobs(bs, &batch);
-    g_free(j);
-    bdrv_dec_in_flight(bs);
+    j->ret = ret;
+    stripe_job_ended(c, j);
 }
 
 static void stripe_job_start(BlockDriverState *bs, const SCJob *job,
@@ -188,9 +300,22 @@ void stripe_cache_lock(StripeCache *c) TSA_NO_TSA
     }
 }
 
+/*
+ * Drop the lock; a coroutine settles the jobs that ended meanwhile first
+ * (see Settling).
+ */
 void stripe_cache_unlock(StripeCache *c) TSA_NO_TSA
 {
+    BlockDriverState *bs = c->bs;
+    StripeSettled st;
+
+    if (!qatomic_read(&c->done_nodes) || !qemu_in_coroutine()) {
+        qemu_mutex_unlock(&c->lock.mutex);
+        return;
+    }
+    stripe_cache_settle(c, &st);
     qemu_mutex_unlock(&c->lock.mutex);
+    stripe_cache_settled(bs, &st);
 }
 
 /*

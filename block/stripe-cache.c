@@ -32,6 +32,7 @@
 #include "qemu/error-report.h"
 #include "qemu/iov.h"
 #include "qemu/main-loop.h"
+#include "qemu/memalign.h"
 #include "stripe.h"
 #include "trace.h"
 
@@ -73,6 +74,11 @@ int stripe_cache_open(BlockDriverState *bs, const SCOptions *opts, int flags,
     }
     c = g_new0(StripeCache, 1);
     c->core = core;
+    c->bs = bs;
+    /* a cache line per node: see StripeNodeDone */
+    c->done = qemu_memalign(__alignof__(StripeNodeDone),
+                            s->node_count * sizeof(StripeNodeDone));
+    memset(c->done, 0, s->node_count * sizeof(StripeNodeDone));
     qemu_mutex_init(&c->lock.mutex);
     qemu_co_queue_init(&c->progress);
     s->cache = c;
@@ -108,6 +114,8 @@ static void stripe_cache_free(BlockDriverState *bs)
     stripe_cache_lock(c);
     stripe_cache_unlock(c);
     sc_cache_free(c->core);
+    assert(!c->done_nodes && !c->settle_scheduled);
+    qemu_vfree(c->done);
     qemu_mutex_destroy(&c->lock.mutex);
     g_free(c);
     s->cache = NULL;

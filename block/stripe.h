@@ -98,10 +98,12 @@
  *      index and state transitions only: reads copy their hits with it
  *      dropped (docs/cache-design.md, "Threads").
  *
- * StripeCache: every field under @lock, except @core's pointer and @lock
- * and @progress themselves (set at creation), @unpin (a lock-free list:
- * pushed by readers without the lock, emptied by stripe_cache_lock()),
- * and @timer, which is
+ * StripeCache: every field under @lock, except @core's and @bs's
+ * pointers and @lock and @progress themselves (set at creation), @unpin (a
+ * lock-free list: pushed by readers without the lock, emptied by
+ * stripe_cache_lock()), @done, @done_nodes and @settle_scheduled (ended
+ * jobs: pushed without the lock, emptied by stripe_cache_unlock()), and
+ * @timer, which is
  * created and freed in the main loop when no request is in flight
  * (attach/detach_aio_context, open, close); timer_mod() and timer_del()
  * are thread-safe.  Waiters on @progress are woken with
@@ -129,10 +131,25 @@ typedef struct TSA_CAPABILITY("mutex") StripeCacheLock {
     QemuMutex mutex;
 } StripeCacheLock;
 
+/*
+ * Background jobs whose node request has ended and that the core has not
+ * been told of yet: one lock-free list per node, on a cache line of its
+ * own, so that the completions of different nodes, each in its own
+ * thread, neither share a list nor wait for the cache lock
+ * (stripe-cache-jobs.c, "Settling").
+ */
+typedef struct StripeNodeDone {
+    QSLIST_HEAD(, StripeJob) jobs;
+} QEMU_ALIGNED(64) StripeNodeDone;
+
 typedef struct StripeCache {
     SCCache *core;
+    BlockDriverState *bs;
     /* lock-free: pushed without @lock, emptied under it */
     QSLIST_HEAD(, StripeUnpin) unpin;
+    StripeNodeDone *done;       /* per node; lock-free like @unpin */
+    uint64_t done_nodes;        /* atomic: a bit per node with ended jobs */
+    bool settle_scheduled;      /* atomic: a settling bottom half pending */
     StripeCacheLock lock;       /* around every core call, never a yield */
     /* woken when any job or write-around completes */
     CoQueue progress;
