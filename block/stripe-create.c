@@ -69,14 +69,23 @@ QemuOptsList stripe_create_opts = {
     }
 };
 
-/* Check one node before anything is written; fills *needs_grow. */
+/* What a node held where create writes, put back if create fails. */
+typedef struct StripeNodeSaved {
+    int64_t len;
+    uint8_t head[STRIPE_HEADER_SIZE];   /* its first MIN(len, size) bytes */
+} StripeNodeSaved;
+
+/*
+ * Check one node before anything is written; fills *needs_grow and what
+ * @saved must hold to put the node back as it was.
+ */
 static int coroutine_fn GRAPH_UNLOCKED
 stripe_check_node(BlockBackend *blk, uint32_t pos, const char *name,
                   uint64_t needed, uint64_t stripe_unit, bool force,
-                  bool *needs_grow, Error **errp)
+                  bool *needs_grow, StripeNodeSaved *saved, Error **errp)
 {
     BlockDriverState *bs = blk_bs(blk);
-    uint8_t buf[STRIPE_HEADER_SIZE];
+    uint8_t *buf = saved->head;
     StripeHeader h;
     int64_t len;
     int ret;
@@ -93,14 +102,17 @@ stripe_check_node(BlockBackend *blk, uint32_t pos, const char *name,
                          "%u (%s)", pos, name);
         return len;
     }
-    if (len >= STRIPE_HEADER_SIZE) {
-        ret = blk_co_pread(blk, 0, sizeof(buf), buf, 0);
+    saved->len = len;
+    if (len > 0) {
+        ret = blk_co_pread(blk, 0, MIN(len, STRIPE_HEADER_SIZE), buf, 0);
         if (ret < 0) {
             error_setg_errno(errp, -ret, "stripe: cannot read node %u (%s)",
                              pos, name);
             return ret;
         }
-        switch (stripe_header_decode(buf, sizeof(buf), &h, NULL)) {
+    }
+    if (len >= STRIPE_HEADER_SIZE) {
+        switch (stripe_header_decode(buf, STRIPE_HEADER_SIZE, &h, NULL)) {
         case STRIPE_HEADER_BLANK:
         case STRIPE_HEADER_FOREIGN:
             break;
@@ -137,6 +149,77 @@ static const char *stripe_bs_name(BlockDriverState *bs)
 }
 
 /*
+ * Read every header back: each node must hold the one written to it.  Two
+ * names of one piece of storage (a symlink or hard link, a path through
+ * "/./", one iSCSI LUN under two host names) pass every check by name,
+ * but the node written first then reads what was written through the
+ * other name.  Copies on the same storage would be no redundancy at all.
+ */
+static int coroutine_fn GRAPH_UNLOCKED
+stripe_check_identity(BlockBackend **blks, const char *const *desc,
+                      uint32_t count, const QemuUUID *uuid, Error **errp)
+{
+    uint8_t buf[STRIPE_HEADER_SIZE];
+    StripeHeader h;
+    bool ours;
+    uint32_t i;
+    int ret;
+
+    for (i = 0; i < count; i++) {
+        ret = blk_co_pread(blks[i], 0, sizeof(buf), buf, 0);
+        if (ret < 0) {
+            error_setg_errno(errp, -ret, "stripe: cannot read back the "
+                             "header of node %u (%s)", i, desc[i]);
+            return ret;
+        }
+        ours = stripe_header_decode(buf, sizeof(buf), &h, NULL) ==
+               STRIPE_HEADER_OK &&
+               !memcmp(h.uuid, uuid->data, sizeof(h.uuid));
+        if (ours && h.node_index == i) {
+            continue;
+        }
+        if (ours && h.node_index < count) {
+            error_setg(errp, "stripe: nodes %u (%s) and %u (%s) are the "
+                       "same storage: node %u reads the header written to "
+                       "node %u", i, desc[i], h.node_index,
+                       desc[h.node_index], i, h.node_index);
+        } else {
+            error_setg(errp, "stripe: node %u (%s) does not read back the "
+                       "header just written to it", i, desc[i]);
+        }
+        return -EEXIST;
+    }
+    return 0;
+}
+
+/*
+ * Put the nodes back as they were: their first bytes, then their length
+ * where create grew them.  Two names of one node hold the same saved
+ * bytes, so the order does not matter.
+ */
+static void coroutine_fn GRAPH_UNLOCKED
+stripe_restore_nodes(BlockBackend **blks, const StripeNodeSaved *saved,
+                     const bool *grown, uint32_t count)
+{
+    uint32_t i;
+
+    for (i = 0; i < count; i++) {
+        if (!blks[i]) {
+            continue;
+        }
+        if (saved[i].len > 0) {
+            blk_co_pwrite(blks[i], 0, MIN(saved[i].len, STRIPE_HEADER_SIZE),
+                          saved[i].head, 0);
+        }
+        if (grown[i]) {
+            blk_co_truncate(blks[i], saved[i].len, false, PREALLOC_MODE_OFF,
+                            0, NULL);
+        }
+        blk_co_flush(blks[i]);
+    }
+}
+
+/*
  * Format @count open nodes, in stripe order, as one new image.  @names
  * (optional) is how the user named them.
  */
@@ -147,6 +230,9 @@ stripe_co_format(BlockDriverState **bss, const char *const *names,
 {
     g_autofree BlockBackend **blks = g_new0(BlockBackend *, count);
     g_autofree bool *grow = g_new0(bool, count);
+    g_autofree bool *grown = g_new0(bool, count);
+    g_autofree StripeNodeSaved *saved = g_new0(StripeNodeSaved, count);
+    bool written = false;
     g_autofree const char **desc = g_new0(const char *, count);
     g_autofree char *msg = NULL;
     StripeGeometry geo;
@@ -186,15 +272,18 @@ stripe_co_format(BlockDriverState **bss, const char *const *names,
             goto out;
         }
         ret = stripe_check_node(blks[i], i, desc[i], needed,
-                                stripe_unit, force, &grow[i], errp);
+                                stripe_unit, force, &grow[i], &saved[i],
+                                errp);
         if (ret < 0) {
             goto out;
         }
     }
 
     /* Every node passed: from here on nodes are written. */
+    written = true;
     for (i = 0; i < count; i++) {
         if (grow[i]) {
+            grown[i] = true;
             ret = blk_co_truncate(blks[i], needed, false, PREALLOC_MODE_OFF,
                                   0, NULL);
             if (ret < 0) {
@@ -232,9 +321,12 @@ stripe_co_format(BlockDriverState **bss, const char *const *names,
             goto out;
         }
     }
-    ret = 0;
+    ret = stripe_check_identity(blks, desc, count, &uuid, errp);
 
 out:
+    if (ret < 0 && written) {
+        stripe_restore_nodes(blks, saved, grown, count);
+    }
     for (i = 0; i < count; i++) {
         if (blks[i]) {
             blk_co_unref(blks[i]);

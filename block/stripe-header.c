@@ -87,7 +87,17 @@ int GRAPH_RDLOCK stripe_assemble_nodes(BlockDriverState *bs,
         lens[i] = bdrv_getlength(given[i]->bs);
     }
     if (!stripe_assemble(hdrs, lens, count, &as, &errnode, &msg)) {
-        if (errnode >= 0) {
+        if (as.twin >= 0) {
+            g_autofree char *first = stripe_node_desc(given[as.twin],
+                                                      as.twin);
+            g_autofree char *second = stripe_node_desc(given[errnode],
+                                                       errnode);
+
+            error_setg(errp, "stripe: %s and %s hold the same header (node "
+                       "index %u): the same storage given twice, or a copy "
+                       "of a node", first, second,
+                       hdrs[errnode].node_index);
+        } else if (errnode >= 0) {
             g_autofree char *desc = stripe_node_desc(given[errnode],
                                                      errnode);
             error_setg(errp, "stripe: %s: %s", desc, msg);

@@ -320,6 +320,7 @@ bool stripe_assemble(const StripeHeader *hdrs, const uint64_t *node_len,
     uint32_t i, newest;
 
     *errnode = -1;
+    out->twin = -1;
     if (count < 1 || count > STRIPE_MAX_NODES) {
         set_err(errmsg, "%u nodes given, a stripe needs 1 to %d", count,
                 STRIPE_MAX_NODES);
@@ -363,6 +364,7 @@ bool stripe_assemble(const StripeHeader *hdrs, const uint64_t *node_len,
 
         if (seen[idx] >= 0) {
             *errnode = i;
+            out->twin = seen[idx];
             set_err(errmsg, "claims node index %u, like node %d (the same "
                     "node given twice?)", idx, seen[idx]);
             return false;

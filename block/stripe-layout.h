@@ -116,6 +116,11 @@ typedef struct StripeAssembly {
     uint32_t order[STRIPE_MAX_NODES];
     /* true when a node's header is older than the newest (cut-off resize) */
     bool stale[STRIPE_MAX_NODES];
+    /*
+     * When assembly fails because two nodes hold the same header: the
+     * position of the first, the offending node being the second; else -1
+     */
+    int32_t twin;
 } StripeAssembly;
 
 /*

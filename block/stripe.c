@@ -89,6 +89,7 @@ static int stripe_open(BlockDriverState *bs, QDict *options, int flags,
     g_autofree BdrvChild **given = NULL;
     g_autofree char *filename = NULL;
     QemuOpts *opts;
+    QList *nodes;
     int count, i;
 
     qdict_flatten(options);
@@ -118,6 +119,13 @@ static int stripe_open(BlockDriverState *bs, QDict *options, int flags,
         }
     }
 
+    /* -blockdev's "nodes": [] stays an empty list when flattened */
+    nodes = qobject_to(QList, qdict_get(options, "nodes"));
+    if (nodes && qlist_empty(nodes)) {
+        error_setg(errp, "stripe: option 'nodes' must list at least one "
+                   "node");
+        return -EINVAL;
+    }
     if (qdict_haskey(options, "nodes")) {
         error_setg(errp, "stripe: option 'nodes' must be a list of nodes "
                    "(nodes.0, nodes.1, ...), not a single value");

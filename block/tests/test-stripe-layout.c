@@ -257,6 +257,7 @@ static void test_assemble(void)
     make_header(&h[3], 2, 4);
     g_assert(!(assemble(h, 4, len, &as, &errnode, &msg)));
     sc_assert_cmpi(errnode, ==, 3);
+    sc_assert_cmpi(as.twin, ==, 0);
     sc_assert(strstr(msg, "index 2, like node 0"));
 
     /* One node missing. */
@@ -265,6 +266,7 @@ static void test_assemble(void)
     make_header(&h[2], 3, 4);
     g_assert(!(assemble(h, 3, len, &as, &errnode, &msg)));
     sc_assert_cmpi(errnode, ==, -1);
+    sc_assert_cmpi(as.twin, ==, -1);
     sc_assert(strstr(msg, "index 2 is missing"));
 
     /* A node of another image: the majority decides who is foreign. */
