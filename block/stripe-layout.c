@@ -4,6 +4,7 @@
  * disk.  See stripe-layout.h and docs/layout.md.
  */
 
+#include <assert.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -260,7 +261,15 @@ void stripe_geometry_init(StripeGeometry *g, uint64_t virtual_size,
     g->stripe_unit = stripe_unit;
     g->data_offset = data_offset;
     g->node_count = node_count;
+    g->copies = 1;
     g->unit_shift = __builtin_ctzll(stripe_unit);
+}
+
+void stripe_geometry_set_copies(StripeGeometry *g, uint32_t copies)
+{
+    assert(copies >= 1 && copies <= STRIPE_MAX_COPIES &&
+           copies <= g->node_count);
+    g->copies = copies;
 }
 
 uint64_t stripe_node_size_needed(const StripeGeometry *g)
@@ -268,19 +277,34 @@ uint64_t stripe_node_size_needed(const StripeGeometry *g)
     uint64_t units = (g->virtual_size + g->stripe_unit - 1) >> g->unit_shift;
     uint64_t rows = (units + g->node_count - 1) / g->node_count;
 
-    return g->data_offset + (rows << g->unit_shift);
+    return g->data_offset + ((rows * g->copies) << g->unit_shift);
+}
+
+uint64_t stripe_map_copy(const StripeGeometry *g, uint64_t offset,
+                         uint32_t copy, uint32_t *node,
+                         uint64_t *node_offset)
+{
+    uint64_t unit = offset >> g->unit_shift;
+    uint64_t in_unit = offset & (g->stripe_unit - 1);
+    uint64_t row = unit / g->node_count;
+    uint32_t column = unit % g->node_count;
+    uint32_t shift = 0;
+
+    assert(copy < g->copies);
+    if (copy) {
+        /* the rotation: 0 .. N - c, so copies never reach the primary */
+        shift = copy + row % (g->node_count - g->copies + 1);
+    }
+    *node = (column + shift) % g->node_count;
+    *node_offset = g->data_offset +
+        ((row * g->copies + copy) << g->unit_shift) + in_unit;
+    return g->stripe_unit - in_unit;
 }
 
 uint64_t stripe_map(const StripeGeometry *g, uint64_t offset,
                     uint32_t *node, uint64_t *node_offset)
 {
-    uint64_t unit = offset >> g->unit_shift;
-    uint64_t in_unit = offset & (g->stripe_unit - 1);
-
-    *node = unit % g->node_count;
-    *node_offset = g->data_offset +
-        ((unit / g->node_count) << g->unit_shift) + in_unit;
-    return g->stripe_unit - in_unit;
+    return stripe_map_copy(g, offset, 0, node, node_offset);
 }
 
 void stripe_uuid_unparse(const uint8_t *u, char *buf)

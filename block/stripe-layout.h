@@ -10,6 +10,16 @@
  * md superblock).  Guest data starts at data_offset on every node:
  * stripe unit k of the virtual disk lives on node k % node_count, at node
  * offset data_offset + (k / node_count) * stripe_unit.
+ *
+ * With copies c > 1 (replicated layouts, docs/layout.md) every unit is
+ * stored on c distinct nodes.  Unit k is in row r = k / N at column
+ * p = k % N, N the node count.  Each row takes c unit slots on every node,
+ * rows one after the other: slot 0 holds the unit of the node's own column
+ * (its primary copy), slot j (0 < j < c) copy j of a unit of another
+ * column.  Copy j of unit k is on node (p + j + t) % N, t = r % (N - c + 1),
+ * at node offset data_offset + (r * c + j) * stripe_unit: the copies move
+ * one node further every row, so that the units of a failed node are read
+ * from all the others.  With c = 1 this is the RAID-0 layout above.
  */
 #ifndef STRIPE_LAYOUT_H
 #define STRIPE_LAYOUT_H
@@ -26,6 +36,7 @@
 #define STRIPE_MIN_UNIT         512
 #define STRIPE_MAX_UNIT         (64 * 1024 * 1024)
 #define STRIPE_MAX_NODES        64
+#define STRIPE_MAX_COPIES       3
 #define STRIPE_MIN_DATA_OFFSET  (1024 * 1024)
 /* Keeps every offset computation far from 64-bit overflow. */
 #define STRIPE_MAX_SIZE         (UINT64_C(1) << 60)
@@ -58,6 +69,7 @@ typedef struct StripeGeometry {
     uint64_t stripe_unit;
     uint64_t data_offset;
     uint32_t node_count;
+    uint32_t copies;            /* 1: RAID-0; at most node_count */
     unsigned unit_shift;        /* log2(stripe_unit) */
 } StripeGeometry;
 
@@ -98,11 +110,20 @@ void stripe_geometry_init(StripeGeometry *g, uint64_t virtual_size,
 uint64_t stripe_node_size_needed(const StripeGeometry *g);
 
 /*
- * Map the virtual offset @offset to its node and node offset.  Returns the
- * number of bytes from @offset to the end of its stripe unit.
+ * Map the virtual offset @offset to its node and node offset (its primary
+ * copy).  Returns the number of bytes from @offset to the end of its
+ * stripe unit.
  */
 uint64_t stripe_map(const StripeGeometry *g, uint64_t offset,
                     uint32_t *node, uint64_t *node_offset);
+
+/* The same for copy @copy (0 <= @copy < g->copies) of @offset. */
+uint64_t stripe_map_copy(const StripeGeometry *g, uint64_t offset,
+                         uint32_t copy, uint32_t *node,
+                         uint64_t *node_offset);
+
+/* A replicated layout: @copies (1 to STRIPE_MAX_COPIES) of every unit. */
+void stripe_geometry_set_copies(StripeGeometry *g, uint32_t copies);
 
 /*
  * Assembling an image from the headers read from its nodes.

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Unit tests of block/stripe-layout.c: header encoding, validation, the
- * RAID-0 mapping and assembling nodes given in any order.
+ * RAID-0 and replicated mappings and assembling nodes given in any order.
  */
 
 #include <glib.h>
@@ -205,6 +205,86 @@ static void test_map(void)
     }
 }
 
+/*
+ * Replicated layouts: the copies of a unit are on distinct nodes, every
+ * unit slot of every node is used once, and the copies of a failed node's
+ * units are spread over all the other nodes.
+ */
+static void test_map_copies(void)
+{
+    const uint64_t su = 4096, data = 1 << 20;
+    const uint32_t rows = 24;
+    StripeGeometry g;
+    uint32_t n, c;
+
+    for (n = 1; n <= 8; n++) {
+        for (c = 1; c <= MIN(n, STRIPE_MAX_COPIES); c++) {
+            uint64_t units = (uint64_t)rows * n, k;
+            uint64_t slots = rows * c;
+            g_autofree uint8_t *used = g_new0(uint8_t, n * slots);
+            /* partner[f * n + m]: units with a copy on f and one on m */
+            g_autofree uint32_t *partner = g_new0(uint32_t, n * n);
+            uint32_t f, m;
+
+            stripe_geometry_init(&g, units * su, su, data, n);
+            stripe_geometry_set_copies(&g, c);
+            sc_assert_cmpu(stripe_node_size_needed(&g), ==, data + slots * su);
+            for (k = 0; k < units; k++) {
+                uint32_t node[STRIPE_MAX_COPIES], j, i;
+                uint64_t off;
+
+                for (j = 0; j < c; j++) {
+                    uint64_t left = stripe_map_copy(&g, k * su + 512, j,
+                                                    &node[j], &off);
+
+                    sc_assert_cmpu(left, ==, su - 512);
+                    sc_assert_cmpu(node[j], <, n);
+                    sc_assert_cmpu((off - 512 - data) % su, ==, 0);
+                    off = (off - 512 - data) / su;
+                    sc_assert_cmpu(off, <, slots);
+                    /* slot j of its row */
+                    sc_assert_cmpu(off % c, ==, j);
+                    sc_assert_cmpu(used[node[j] * slots + off], ==, 0);
+                    used[node[j] * slots + off] = 1;
+                    for (i = 0; i < j; i++) {
+                        sc_assert_cmpu(node[i], !=, node[j]);
+                    }
+                }
+                /* copy 0 is where RAID-0 puts the unit, in column order */
+                sc_assert_cmpu(node[0], ==, k % n);
+                for (i = 0; i < c; i++) {
+                    for (j = 0; j < c; j++) {
+                        partner[node[i] * n + node[j]] += i != j;
+                    }
+                }
+            }
+            /* every slot of every node holds one copy of one unit */
+            for (k = 0; k < n * slots; k++) {
+                sc_assert_cmpu(used[k], ==, 1);
+            }
+            /* a failed node's units have copies on every other node */
+            for (f = 0; f < n && c > 1; f++) {
+                for (m = 0; m < n; m++) {
+                    if (m != f) {
+                        sc_assert_cmpu(partner[f * n + m], >, 0);
+                    }
+                }
+            }
+            /* two copies: evenly, rows / (n - 1) times each of 2 ways */
+            for (f = 0; f < n && c == 2 && n > 2 && rows % (n - 1) == 0;
+                 f++) {
+                for (m = 0; m < n; m++) {
+                    if (m != f) {
+                        sc_assert_cmpu(partner[f * n + m], ==,
+                                       2 * rows / (n - 1));
+                    }
+                }
+            }
+        }
+    }
+    /* one copy is the RAID-0 layout, checked by /stripe-layout/map */
+}
+
 static void encode_decode(StripeHeader *h)
 {
     uint8_t buf[STRIPE_HEADER_SIZE];
@@ -333,6 +413,7 @@ int main(int argc, char **argv)
     g_test_add_func("/stripe-layout/rejects", test_rejects);
     g_test_add_func("/stripe-layout/geometry-check", test_geometry_check);
     g_test_add_func("/stripe-layout/map", test_map);
+    g_test_add_func("/stripe-layout/map-copies", test_map_copies);
     g_test_add_func("/stripe-layout/assemble", test_assemble);
     return g_test_run();
 }
