@@ -110,9 +110,7 @@ static void stripe_cache_free(BlockDriverState *bs)
     StripeCache *c = s->cache;
 
     stripe_cache_timer_detach(bs);
-    /* taking the lock gives back the pins of the last reads */
-    stripe_cache_lock(c);
-    stripe_cache_unlock(c);
+    stripe_cache_release_pins(c);
     sc_cache_free(c->core);
     assert(!c->done_nodes && !c->settle_scheduled);
     qemu_vfree(c->done);

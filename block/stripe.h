@@ -289,6 +289,7 @@ typedef struct StripeJobBatch {
 
 void stripe_cache_lock(StripeCache *c) TSA_ACQUIRE(c->lock);
 void stripe_cache_unpin_later(StripeCache *c, StripeUnpin *u);
+void stripe_cache_release_pins(StripeCache *c);
 void stripe_cache_unlock(StripeCache *c) TSA_RELEASE(c->lock);
 void stripe_cache_kick(BlockDriverState *bs, bool force);
 void stripe_cache_collect_jobs(StripeCache *c, bool force, int64_t now,
