@@ -28,6 +28,7 @@
 #define STRIPE_OPT_UNIT         "stripe-unit"
 #define STRIPE_OPT_NODE_COUNT   "node-count"
 #define STRIPE_OPT_FORCE        "force"
+#define STRIPE_OPT_COPIES       "copies"
 #define STRIPE_OPT_EXISTING     "existing"
 #define STRIPE_DEFAULT_PREFIX_NODES 4
 
@@ -57,6 +58,12 @@ QemuOptsList stripe_create_opts = {
             .type = QEMU_OPT_BOOL,
             .help = "Format nodes that carry the header of another stripe "
                     "image, destroying it (default off)"
+        },
+        {
+            .name = STRIPE_OPT_COPIES,
+            .type = QEMU_OPT_NUMBER,
+            .help = "How many distinct nodes store every stripe unit, 1 to "
+                    "3 (default 1: no redundancy)"
         },
         {
             .name = STRIPE_OPT_EXISTING,
@@ -226,7 +233,7 @@ stripe_restore_nodes(BlockBackend **blks, const StripeNodeSaved *saved,
 static int coroutine_fn GRAPH_UNLOCKED
 stripe_co_format(BlockDriverState **bss, const char *const *names,
                  uint32_t count, uint64_t size, uint64_t stripe_unit,
-                 bool force, Error **errp)
+                 uint32_t copies, bool force, Error **errp)
 {
     g_autofree BlockBackend **blks = g_new0(BlockBackend *, count);
     g_autofree bool *grow = g_new0(bool, count);
@@ -242,7 +249,7 @@ stripe_co_format(BlockDriverState **bss, const char *const *names,
     uint32_t i, j;
     int ret = 0;
 
-    msg = stripe_geometry_check(size, stripe_unit, count);
+    msg = stripe_geometry_check(size, stripe_unit, count, copies);
     if (msg) {
         error_setg(errp, "stripe: %s", msg);
         return -EINVAL;
@@ -261,6 +268,7 @@ stripe_co_format(BlockDriverState **bss, const char *const *names,
     }
     stripe_geometry_init(&geo, size, stripe_unit,
                          stripe_default_data_offset(stripe_unit), count);
+    stripe_geometry_set_copies(&geo, copies);
     needed = stripe_node_size_needed(&geo);
     trace_stripe_create(count, size, stripe_unit);
 
@@ -308,6 +316,7 @@ stripe_co_format(BlockDriverState **bss, const char *const *names,
             .virtual_size = size,
             .data_offset = geo.data_offset,
             .generation = 1,
+            .copies = copies,
         };
         memcpy(h.uuid, uuid.data, sizeof(h.uuid));
         stripe_header_encode(&h, buf);
@@ -364,6 +373,7 @@ stripe_co_create(BlockdevCreateOptions *options, Error **errp)
     ret = stripe_co_format(bss, NULL, count, opts->size,
                            opts->has_stripe_unit ? opts->stripe_unit :
                            STRIPE_DEFAULT_UNIT,
+                           opts->has_copies ? opts->copies : 1,
                            opts->has_force && opts->force, errp);
 out:
     for (i = 0; i < count; i++) {
@@ -511,7 +521,7 @@ stripe_co_create_opts(BlockDriver *drv, const char *filename,
     g_auto(GStrv) names = NULL;
     g_autofree BlockDriverState **bss = NULL;
     g_autofree bool *created = NULL;
-    uint64_t size, stripe_unit, count64;
+    uint64_t size, stripe_unit, count64, copies;
     StripeGeometry geo;
     bool force, has_unit;
     uint32_t count, i;
@@ -530,6 +540,7 @@ stripe_co_create_opts(BlockDriver *drv, const char *filename,
     stripe_unit = qemu_opt_get_size_del(opts, STRIPE_OPT_UNIT,
                                         STRIPE_DEFAULT_UNIT);
     count64 = qemu_opt_get_number_del(opts, STRIPE_OPT_NODE_COUNT, 0);
+    copies = qemu_opt_get_number_del(opts, STRIPE_OPT_COPIES, 1);
     force = qemu_opt_get_bool_del(opts, STRIPE_OPT_FORCE, false);
     if (qemu_opt_get_bool_del(opts, STRIPE_OPT_EXISTING, false)) {
         return stripe_co_use_existing(filename, size,
@@ -555,7 +566,8 @@ stripe_co_create_opts(BlockDriver *drv, const char *filename,
     }
     {
         g_autofree char *msg = stripe_geometry_check(size, stripe_unit,
-                                                     count);
+                                                     count, MIN(copies,
+                                                     UINT32_MAX));
         if (msg) {
             error_setg(errp, "stripe: %s", msg);
             return -EINVAL;
@@ -563,6 +575,7 @@ stripe_co_create_opts(BlockDriver *drv, const char *filename,
     }
     stripe_geometry_init(&geo, size, stripe_unit,
                          stripe_default_data_offset(stripe_unit), count);
+    stripe_geometry_set_copies(&geo, copies);
 
     bss = g_new0(BlockDriverState *, count);
     created = g_new0(bool, count);
@@ -592,7 +605,7 @@ stripe_co_create_opts(BlockDriver *drv, const char *filename,
         }
     }
     ret = stripe_co_format(bss, (const char *const *)names, count, size,
-                           stripe_unit, force, errp);
+                           stripe_unit, copies, force, errp);
 
 out:
     for (i = 0; i < count; i++) {

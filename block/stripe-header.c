@@ -216,6 +216,7 @@ void stripe_header_for_node(BDRVStripeState *s, uint32_t index,
         .virtual_size = s->geo.virtual_size,
         .data_offset = s->geo.data_offset,
         .generation = s->generation,
+        .copies = s->geo.copies,
     };
     memcpy(h->uuid, s->uuid, sizeof(h->uuid));
 }

@@ -8,7 +8,8 @@
  * rows) are merged into one node request, whose I/O vector is built from
  * slices of the guest's (no data is copied), up to max_node_request bytes.
  * All node requests of a guest request run at once, bounded by an
- * AioTaskPool; the first error wins.
+ * AioTaskPool; the first error wins.  With several copies of every unit
+ * (docs/layout.md) writes go to all of them and reads to one.
  */
 
 #include "qemu/osdep.h"
@@ -97,75 +98,91 @@ static void coroutine_fn stripe_chunk_submit(AioTaskPool *pool,
     }
 }
 
-int coroutine_fn GRAPH_RDLOCK
-stripe_co_rw(BlockDriverState *bs, StripeOp op, int64_t offset,
-             int64_t bytes, QEMUIOVector *qiov, size_t qiov_offset,
-             BdrvRequestFlags flags)
+/*
+ * Run @op on @ncopies copies of the range, from copy @first on: a node
+ * request per run of pieces that are adjacent on a node, all at once.
+ * The pieces of different copies never share a node request.
+ */
+static int coroutine_fn GRAPH_RDLOCK
+stripe_co_rw_copies(BlockDriverState *bs, StripeOp op, uint32_t first,
+                    uint32_t ncopies, int64_t offset, int64_t bytes,
+                    QEMUIOVector *qiov, size_t qiov_offset,
+                    BdrvRequestFlags flags)
 {
     BDRVStripeState *s = bs->opaque;
     const uint64_t max_req = s->max_node_request;
     g_autofree StripeChunk *chunks = NULL;
     AioTaskPool *pool;
     uint64_t node_offset, len, in_unit;
-    uint32_t node, i;
+    uint32_t node, copy, i;
     int ret;
 
-    trace_stripe_co_rw(bs, op, offset, bytes);
-
     /* Fast path: the request stays on one node and needs no splitting. */
-    in_unit = stripe_map(&s->geo, offset, &node, &node_offset);
-    if (bytes <= in_unit && bytes <= max_req) {
+    in_unit = stripe_map_copy(&s->geo, offset, first, &node, &node_offset);
+    if (ncopies == 1 && bytes <= in_unit && bytes <= max_req) {
         return stripe_node_request(s->nodes[node], op, node_offset, bytes,
                                    qiov, qiov_offset, flags);
     }
 
-    chunks = g_new0(StripeChunk, s->node_count);
+    /* a chunk per node and copy: chunks[node * ncopies + copy - first] */
+    chunks = g_new0(StripeChunk, s->node_count * ncopies);
     pool = aio_task_pool_new(STRIPE_MAX_PARALLEL);
 
     while (bytes > 0 && aio_task_pool_status(pool) == 0) {
-        StripeChunk *c;
-
-        in_unit = stripe_map(&s->geo, offset, &node, &node_offset);
-        c = &chunks[node];
         len = MIN(bytes, in_unit);
-        if (c->task) {
-            StripeTask *t = c->task;
+        for (copy = first; copy < first + ncopies; copy++) {
+            StripeChunk *c;
 
+            stripe_map_copy(&s->geo, offset, copy, &node, &node_offset);
+            c = &chunks[node * ncopies + copy - first];
             /* Continue the collected request only if this piece follows. */
-            if (t->node_offset + t->bytes != node_offset ||
-                t->bytes >= max_req) {
+            if (c->task && (c->task->node_offset + c->task->bytes !=
+                            node_offset || c->task->bytes >= max_req)) {
                 stripe_chunk_submit(pool, c);
             }
-        }
-        if (!c->task) {
-            StripeTask *t = g_new(StripeTask, 1);
+            if (!c->task) {
+                StripeTask *t = g_new(StripeTask, 1);
 
-            *t = (StripeTask) {
-                .task.func = stripe_task_entry,
-                .bs = bs,
-                .child = s->nodes[node],
-                .op = op,
-                .node_offset = node_offset,
-                .bytes = 0,
-                .flags = flags,
-            };
-            t->qiov.nalloc = -1;
-            if (stripe_op_has_data(op)) {
-                qemu_iovec_init(&t->qiov, 4);
+                *t = (StripeTask) {
+                    .task.func = stripe_task_entry,
+                    .bs = bs,
+                    .child = s->nodes[node],
+                    .op = op,
+                    .node_offset = node_offset,
+                    .bytes = 0,
+                    .flags = flags,
+                };
+                t->qiov.nalloc = -1;
+                if (stripe_op_has_data(op)) {
+                    qemu_iovec_init(&t->qiov, 4);
+                }
+                c->task = t;
             }
-            c->task = t;
+            len = MIN(len, max_req - c->task->bytes);
         }
-        len = MIN(len, max_req - c->task->bytes);
+        /* the same bytes of the guest's buffer go to every copy */
+        for (copy = first; copy < first + ncopies; copy++) {
+            StripeChunk *c;
+
+            stripe_map_copy(&s->geo, offset, copy, &node, &node_offset);
+            c = &chunks[node * ncopies + copy - first];
+            if (stripe_op_has_data(op)) {
+                qemu_iovec_concat(&c->task->qiov, qiov, qiov_offset, len);
+            }
+            c->task->bytes += len;
+        }
         if (stripe_op_has_data(op)) {
-            qemu_iovec_concat(&c->task->qiov, qiov, qiov_offset, len);
             qiov_offset += len;
         }
-        c->task->bytes += len;
         offset += len;
         bytes -= len;
+        if (bytes > 0) {
+            in_unit = stripe_map_copy(&s->geo, offset, first, &node,
+                                      &node_offset);
+        }
     }
 
-    for (i = 0; i < s->node_count; i++) {
+    for (i = 0; i < s->node_count * ncopies; i++) {
         if (aio_task_pool_status(pool) == 0) {
             stripe_chunk_submit(pool, &chunks[i]);
         } else if (chunks[i].task) {
@@ -179,6 +196,37 @@ stripe_co_rw(BlockDriverState *bs, StripeOp op, int64_t offset,
     aio_task_pool_wait_all(pool);
     ret = aio_task_pool_status(pool);
     aio_task_pool_free(pool);
+    return ret;
+}
+
+/*
+ * With several copies, a write, zeroing or discard goes to every copy at
+ * once and succeeds when all do; a read is served by one copy, and if
+ * that fails, by the next one: the guest sees an error only when every
+ * copy failed (the last copy's).
+ */
+int coroutine_fn GRAPH_RDLOCK
+stripe_co_rw(BlockDriverState *bs, StripeOp op, int64_t offset,
+             int64_t bytes, QEMUIOVector *qiov, size_t qiov_offset,
+             BdrvRequestFlags flags)
+{
+    BDRVStripeState *s = bs->opaque;
+    uint32_t copy;
+    int ret = -EIO;
+
+    trace_stripe_co_rw(bs, op, offset, bytes);
+    if (op != STRIPE_OP_READ) {
+        return stripe_co_rw_copies(bs, op, 0, s->geo.copies, offset, bytes,
+                                   qiov, qiov_offset, flags);
+    }
+    for (copy = 0; copy < s->geo.copies; copy++) {
+        ret = stripe_co_rw_copies(bs, op, copy, 1, offset, bytes, qiov,
+                                  qiov_offset, flags);
+        if (ret >= 0) {
+            break;
+        }
+        trace_stripe_read_copy_failed(bs, offset, bytes, copy, ret);
+    }
     return ret;
 }
 

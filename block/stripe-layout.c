@@ -27,7 +27,8 @@
  *  64  compat_features     u64
  *  72  incompat_features   u64
  *  80  generation          u64
- *  88  reserved, zero
+ *  88  copies              u32 (with STRIPE_INCOMPAT_COPIES, else zero)
+ *  92  reserved, zero
  * 508  crc32 (zlib) of bytes 0..507
  */
 enum {
@@ -43,6 +44,7 @@ enum {
     OFF_COMPAT = 64,
     OFF_INCOMPAT = 72,
     OFF_GENERATION = 80,
+    OFF_COPIES = 88,
     OFF_CRC = STRIPE_HEADER_SIZE - 4,
 };
 
@@ -100,8 +102,14 @@ void stripe_header_encode(const StripeHeader *h, uint8_t *buf)
     put_le64(buf + OFF_VIRTUAL_SIZE, h->virtual_size);
     put_le64(buf + OFF_DATA_OFFSET, h->data_offset);
     put_le64(buf + OFF_COMPAT, h->compat_features);
-    put_le64(buf + OFF_INCOMPAT, h->incompat_features);
+    /* the bit says whether there is a copy count: set exactly then */
+    put_le64(buf + OFF_INCOMPAT,
+             (h->incompat_features & ~STRIPE_INCOMPAT_COPIES) |
+             (h->copies > 1 ? STRIPE_INCOMPAT_COPIES : 0));
     put_le64(buf + OFF_GENERATION, h->generation);
+    if (h->copies > 1) {
+        put_le32(buf + OFF_COPIES, h->copies);
+    }
     put_le32(buf + OFF_CRC, header_crc(buf));
 }
 
@@ -163,6 +171,13 @@ static bool header_fields_valid(const StripeHeader *h, char **errmsg)
         set_err(errmsg, "invalid virtual size %" PRIu64, h->virtual_size);
         return false;
     }
+    if (h->copies < 1 || h->copies > STRIPE_MAX_COPIES ||
+        h->copies > h->node_count ||
+        (h->copies == 1) != !(h->incompat_features & STRIPE_INCOMPAT_COPIES)) {
+        set_err(errmsg, "invalid copy count %u (%u nodes)", h->copies,
+                h->node_count);
+        return false;
+    }
     return true;
 }
 
@@ -202,6 +217,8 @@ StripeHeaderStatus stripe_header_decode(const uint8_t *buf, size_t len,
     h->compat_features = get_le64(buf + OFF_COMPAT);
     h->incompat_features = get_le64(buf + OFF_INCOMPAT);
     h->generation = get_le64(buf + OFF_GENERATION);
+    h->copies = h->incompat_features & STRIPE_INCOMPAT_COPIES ?
+                get_le32(buf + OFF_COPIES) : 1;
 
     if (h->version != STRIPE_VERSION) {
         set_err(errmsg, "stripe header version %u is not supported "
@@ -221,7 +238,7 @@ StripeHeaderStatus stripe_header_decode(const uint8_t *buf, size_t len,
 }
 
 char *stripe_geometry_check(uint64_t virtual_size, uint64_t stripe_unit,
-                            uint32_t node_count)
+                            uint32_t node_count, uint32_t copies)
 {
     if (!is_pow2(stripe_unit)) {
         return g_strdup_printf("stripe-unit %" PRIu64 " is not a power of "
@@ -235,6 +252,12 @@ char *stripe_geometry_check(uint64_t virtual_size, uint64_t stripe_unit,
     if (node_count < 1 || node_count > STRIPE_MAX_NODES) {
         return g_strdup_printf("%u nodes given, a stripe needs 1 to %d",
                                node_count, STRIPE_MAX_NODES);
+    }
+    if (copies < 1 || copies > MIN(node_count, STRIPE_MAX_COPIES)) {
+        return g_strdup_printf("copies %u is out of range (1 to %u with "
+                               "%u nodes)", copies,
+                               MIN(node_count, STRIPE_MAX_COPIES),
+                               node_count);
     }
     if (virtual_size > STRIPE_MAX_SIZE) {
         return g_strdup_printf("size %" PRIu64 " is larger than the "
@@ -373,6 +396,12 @@ bool stripe_assemble(const StripeHeader *hdrs, const uint64_t *node_len,
                     ref->data_offset);
             return false;
         }
+        if (hdrs[i].copies != ref->copies) {
+            *errnode = i;
+            set_err(errmsg, "copies %u disagrees with the other nodes (%u)",
+                    hdrs[i].copies, ref->copies);
+            return false;
+        }
         /* One image has one header format: a mix is no image of ours. */
         if (hdrs[i].header_size != ref->header_size) {
             *errnode = i;
@@ -430,6 +459,7 @@ bool stripe_assemble(const StripeHeader *hdrs, const uint64_t *node_len,
 
     stripe_geometry_init(&out->geo, hdrs[newest].virtual_size,
                          ref->stripe_unit, ref->data_offset, count);
+    stripe_geometry_set_copies(&out->geo, ref->copies);
     memcpy(out->uuid, ref->uuid, 16);
     out->generation = hdrs[newest].generation;
     needed = stripe_node_size_needed(&out->geo);

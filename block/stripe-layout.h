@@ -43,11 +43,15 @@
 
 /*
  * Feature bits.  A reader must refuse an image with an incompatible bit it
- * does not know, and may ignore unknown compatible bits.  None is defined
- * yet; the fields exist so that later versions can add features without a
- * version bump.
+ * does not know, and may ignore unknown compatible bits, so that later
+ * versions add features without a version bump.
+ *
+ * STRIPE_INCOMPAT_COPIES: every unit is stored on StripeHeader.copies
+ * nodes (2 or more; without the bit there is one copy, and an older build
+ * that does not know the bit refuses the image rather than misread it).
  */
-#define STRIPE_INCOMPAT_KNOWN   UINT64_C(0)
+#define STRIPE_INCOMPAT_COPIES  (UINT64_C(1) << 0)
+#define STRIPE_INCOMPAT_KNOWN   STRIPE_INCOMPAT_COPIES
 #define STRIPE_COMPAT_KNOWN     UINT64_C(0)
 
 typedef struct StripeHeader {
@@ -62,6 +66,7 @@ typedef struct StripeHeader {
     uint64_t compat_features;
     uint64_t incompat_features;
     uint64_t generation;        /* bumped by every header rewrite (resize) */
+    uint32_t copies;            /* 1, or with STRIPE_INCOMPAT_COPIES 2.. */
 } StripeHeader;
 
 typedef struct StripeGeometry {
@@ -97,7 +102,7 @@ StripeHeaderStatus stripe_header_decode(const uint8_t *buf, size_t len,
  * allocated message naming the option ("stripe-unit", "size", ...).
  */
 char *stripe_geometry_check(uint64_t virtual_size, uint64_t stripe_unit,
-                            uint32_t node_count);
+                            uint32_t node_count, uint32_t copies);
 
 /* The data offset a new image gets: 1 MiB, or one stripe unit if larger. */
 uint64_t stripe_default_data_offset(uint64_t stripe_unit);

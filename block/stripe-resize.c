@@ -113,8 +113,11 @@ stripe_co_zero_exposed(BlockDriverState *bs, uint64_t old_size,
 
     for (i = 0; i < s->node_count; i++) {
         if (old_len[i] > s->geo.data_offset) {
-            rows = MAX(rows, DIV_ROUND_UP(old_len[i] - s->geo.data_offset,
-                                          unit));
+            /* a row takes a unit slot per copy on every node */
+            uint64_t slots = DIV_ROUND_UP(old_len[i] - s->geo.data_offset,
+                                          unit);
+
+            rows = MAX(rows, DIV_ROUND_UP(slots, s->geo.copies));
         }
     }
     zero_end = all ? new_size

@@ -466,6 +466,7 @@ stripe_get_specific_info(BlockDriverState *bs, Error **errp)
         .stripe_unit = s->geo.stripe_unit,
         .data_offset = s->geo.data_offset,
         .generation = s->generation,
+        .copies = s->geo.copies,
     };
     tail = &info->nodes;
     for (i = 0; i < s->node_count; i++) {

@@ -38,7 +38,8 @@
 #define OFF_COMPAT      64
 #define OFF_INCOMPAT    72
 #define OFF_GENERATION  80
-#define OFF_RESERVED    88
+#define OFF_COPIES      88
+#define OFF_RESERVED    92
 #define OFF_CRC         (STRIPE_HEADER_SIZE - 4)
 
 /* Node sets go one past the limit, which stripe_assemble() must refuse. */
@@ -82,6 +83,8 @@ static void parse_fields(const uint8_t *buf, StripeHeader *h)
     h->compat_features = le64(buf + OFF_COMPAT);
     h->incompat_features = le64(buf + OFF_INCOMPAT);
     h->generation = le64(buf + OFF_GENERATION);
+    h->copies = h->incompat_features & STRIPE_INCOMPAT_COPIES ?
+                le32(buf + OFF_COPIES) : 1;
 }
 
 static bool same_header(const StripeHeader *a, const StripeHeader *b)
@@ -94,7 +97,7 @@ static bool same_header(const StripeHeader *a, const StripeHeader *b)
         a->data_offset == b->data_offset &&
         a->compat_features == b->compat_features &&
         a->incompat_features == b->incompat_features &&
-        a->generation == b->generation;
+        a->generation == b->generation && a->copies == b->copies;
 }
 
 static void seal(uint8_t *buf)
@@ -123,7 +126,10 @@ static bool header_follows_rules(const StripeHeader *h)
         is_pow2(h->stripe_unit) && h->stripe_unit >= STRIPE_MIN_UNIT &&
         h->stripe_unit <= STRIPE_MAX_UNIT &&
         h->data_offset >= h->header_size && h->data_offset % 512 == 0 &&
-        h->virtual_size % 512 == 0 && h->virtual_size <= STRIPE_MAX_SIZE;
+        h->virtual_size % 512 == 0 && h->virtual_size <= STRIPE_MAX_SIZE &&
+        h->copies >= 1 && h->copies <= STRIPE_MAX_COPIES &&
+        h->copies <= h->node_count &&
+        (h->copies > 1) == !!(h->incompat_features & STRIPE_INCOMPAT_COPIES);
 }
 
 /* What create writes; open must accept it whatever the geometry. */
@@ -142,26 +148,40 @@ static bool header_as_created(const StripeHeader *h)
 static void check_map_at(const StripeGeometry *g, uint64_t needed,
                          uint64_t offset)
 {
-    uint64_t unit = g->stripe_unit, node_off, len, unit_no;
-    uint32_t node;
+    uint64_t unit = g->stripe_unit, node_off, len, unit_no, slot, row;
+    uint32_t node, copy, column, shift, seen = 0;
 
-    len = stripe_map(g, offset, &node, &node_off);
-    fuzz_check(node < g->node_count, "offset %" PRIu64 " on node %u of %u",
-               offset, node, g->node_count);
-    fuzz_check(len >= 1 && len <= unit && (offset + len) % unit == 0,
-               "offset %" PRIu64 ": %" PRIu64 " bytes to the end of its "
-               "unit of %" PRIu64, offset, len, unit);
-    fuzz_check(node_off >= g->data_offset &&
-               node_off % unit == (g->data_offset + offset) % unit,
-               "offset %" PRIu64 " at node offset %" PRIu64 " (data offset "
-               "%" PRIu64 ")", offset, node_off, g->data_offset);
-    fuzz_check(node_off + len <= needed, "offset %" PRIu64 ": node bytes "
-               "up to %" PRIu64 ", but a node needs only %" PRIu64, offset,
-               node_off + len, needed);
-    unit_no = (node_off - g->data_offset) / unit * g->node_count + node;
-    fuzz_check(unit_no * unit + offset % unit == offset,
-               "offset %" PRIu64 " maps to node %u offset %" PRIu64
-               ", which is unit %" PRIu64, offset, node, node_off, unit_no);
+    for (copy = 0; copy < g->copies; copy++) {
+        len = stripe_map_copy(g, offset, copy, &node, &node_off);
+        fuzz_check(node < g->node_count, "offset %" PRIu64 " on node %u "
+                   "of %u", offset, node, g->node_count);
+        fuzz_check(!(seen & (1u << node % 32)) || g->node_count > 32,
+                   "offset %" PRIu64 ": two copies on node %u", offset,
+                   node);
+        seen |= 1u << node % 32;
+        fuzz_check(len >= 1 && len <= unit && (offset + len) % unit == 0,
+                   "offset %" PRIu64 ": %" PRIu64 " bytes to the end of "
+                   "its unit of %" PRIu64, offset, len, unit);
+        fuzz_check(node_off >= g->data_offset &&
+                   node_off % unit == (g->data_offset + offset) % unit,
+                   "offset %" PRIu64 " at node offset %" PRIu64 " (data "
+                   "offset %" PRIu64 ")", offset, node_off, g->data_offset);
+        fuzz_check(node_off + len <= needed, "offset %" PRIu64 ": node "
+                   "bytes up to %" PRIu64 ", but a node needs only %"
+                   PRIu64, offset, node_off + len, needed);
+        /* back from the node, as docs/layout.md places the copies */
+        slot = (node_off - g->data_offset) / unit;
+        row = slot / g->copies;
+        fuzz_check(slot % g->copies == copy, "copy %u of offset %" PRIu64
+                   " in slot %" PRIu64, copy, offset, slot % g->copies);
+        shift = copy ? copy + row % (g->node_count - g->copies + 1) : 0;
+        column = (node + g->node_count - shift) % g->node_count;
+        unit_no = row * g->node_count + column;
+        fuzz_check(unit_no * unit + offset % unit == offset,
+                   "offset %" PRIu64 " copy %u maps to node %u offset %"
+                   PRIu64 ", which is unit %" PRIu64, offset, copy, node,
+                   node_off, unit_no);
+    }
 }
 
 /* The node size and the mapping of a geometry that open accepted. */
@@ -184,7 +204,7 @@ static void check_geometry(const StripeGeometry *g, FuzzInput *in)
                "node size %" PRIu64 " for data offset %" PRIu64 " and unit "
                "%" PRIu64, needed, g->data_offset, unit);
     /* rows = ceil(size / (unit * nodes)), docs/layout.md's formula */
-    rows = (needed - g->data_offset) / unit;
+    rows = (needed - g->data_offset) / unit / g->copies;
     fuzz_check(rows == size / row + !!(size % row),
                "%" PRIu64 " rows reserved for %" PRIu64 " bytes over %u "
                "nodes of unit %" PRIu64, rows, size, g->node_count, unit);
@@ -208,6 +228,7 @@ static void check_decode(const uint8_t *buf, size_t len, FuzzInput *in)
 {
     uint8_t enc[STRIPE_HEADER_SIZE];
     StripeHeaderStatus st, want;
+    size_t reserved;
     StripeHeader h, h2, fields;
     char *msg = NULL;
 
@@ -264,9 +285,11 @@ static void check_decode(const uint8_t *buf, size_t len, FuzzInput *in)
      * round-trips only when they were zero.
      */
     stripe_header_encode(&h, enc);
-    fuzz_check(!memcmp(enc, buf, OFF_RESERVED), "fields re-encode "
+    /* without the copies bit, the copy count's bytes are reserved too */
+    reserved = h.copies > 1 ? OFF_RESERVED : OFF_COPIES;
+    fuzz_check(!memcmp(enc, buf, reserved), "fields re-encode "
                "differently");
-    if (stripe_buf_is_zero(buf + OFF_RESERVED, OFF_CRC - OFF_RESERVED)) {
+    if (stripe_buf_is_zero(buf + reserved, OFF_CRC - reserved)) {
         fuzz_check(!memcmp(enc, buf, STRIPE_HEADER_SIZE), "header "
                    "re-encodes differently");
     }
@@ -280,6 +303,7 @@ static void check_decode(const uint8_t *buf, size_t len, FuzzInput *in)
 
         stripe_geometry_init(&g, h.virtual_size, h.stripe_unit,
                              h.data_offset, h.node_count);
+        stripe_geometry_set_copies(&g, h.copies);
         check_geometry(&g, in);
     }
 }
@@ -299,7 +323,7 @@ static void check_create(const StripeHeader *fields)
 {
     char *err = stripe_geometry_check(fields->virtual_size,
                                       fields->stripe_unit,
-                                      fields->node_count);
+                                      fields->node_count, fields->copies);
     StripeHeader h = *fields, out;
 
     if (err) {
@@ -440,8 +464,9 @@ static void fuzz_node_set(FuzzInput *in)
      * The image as create writes it must open, if create accepts the
      * geometry.
      */
+    base.copies = 1 + fuzz_u8(in) % MIN(base.node_count, STRIPE_MAX_COPIES);
     err = stripe_geometry_check(base.virtual_size, base.stripe_unit,
-                                base.node_count);
+                                base.node_count, base.copies);
     if (!err) {
         FuzzInput none;
 
@@ -451,6 +476,7 @@ static void fuzz_node_set(FuzzInput *in)
         h.data_offset = stripe_default_data_offset(h.stripe_unit);
         stripe_geometry_init(&g, h.virtual_size, h.stripe_unit,
                              h.data_offset, h.node_count);
+        stripe_geometry_set_copies(&g, h.copies);
         needed = stripe_node_size_needed(&g);
         for (i = 0; i < base.node_count; i++) {
             h.node_index = base.node_count - 1 - i;
@@ -521,6 +547,7 @@ static void fuzz_node_set(FuzzInput *in)
     /* Big enough for the largest size any node claims, unless short. */
     stripe_geometry_init(&g, max_size, base.stripe_unit, base.data_offset,
                          MAX(count, 1));
+    stripe_geometry_set_copies(&g, MIN(base.copies, MAX(count, 1)));
     needed = stripe_node_size_needed(&g);
     for (i = 0; i < count; i++) {
         lens[i] = short_by[i] ? needed - 512 * short_by[i]
@@ -584,12 +611,17 @@ static void write_header_seeds(const char *dir)
         .virtual_size = 100 * 1024 * 1024,
         .data_offset = 1024 * 1024,
         .generation = 1,
+        .copies = 1,
     };
-    StripeHeader big = h, tiny = h, bad = h;
+    StripeHeader big = h, tiny = h, bad = h, copies = h;
     GByteArray *out;
 
     memcpy(h.uuid, seed_uuid, sizeof(h.uuid));
     seed_header(dir, "hdr-valid", &h, STRIPE_HEADER_SIZE, false, -1, 0);
+    copies.copies = 2;
+    memcpy(copies.uuid, seed_uuid, sizeof(copies.uuid));
+    seed_header(dir, "hdr-copies", &copies, STRIPE_HEADER_SIZE, false, -1,
+                0);
     seed_header(dir, "hdr-truncated", &h, 100, false, -1, 0);
     seed_header(dir, "hdr-corrupt", &h, STRIPE_HEADER_SIZE, false, 40, 1);
     seed_header(dir, "hdr-reserved", &h, STRIPE_HEADER_SIZE, true, 200, 7);

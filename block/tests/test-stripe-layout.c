@@ -27,6 +27,7 @@ static void make_header(StripeHeader *h, uint32_t index, uint32_t count)
         .virtual_size = 100 * 1024 * 1024,
         .data_offset = 1024 * 1024,
         .generation = 1,
+        .copies = 1,
     };
     memcpy(h->uuid, uuid, 16);
 }
@@ -155,20 +156,20 @@ static void test_geometry_check(void)
 {
     char *msg;
 
-    sc_assert(!(stripe_geometry_check(1 << 30, 256 * 1024, 4)));
-    msg = stripe_geometry_check(1 << 30, 3 * 4096, 4);
+    sc_assert(!(stripe_geometry_check(1 << 30, 256 * 1024, 4, 1)));
+    msg = stripe_geometry_check(1 << 30, 3 * 4096, 4, 1);
     sc_assert(strstr(msg, "stripe-unit 12288 is not a power of two"));
     g_free(msg);
-    msg = stripe_geometry_check(1 << 30, 256, 4);
+    msg = stripe_geometry_check(1 << 30, 256, 4, 1);
     sc_assert(strstr(msg, "out of range"));
     g_free(msg);
-    msg = stripe_geometry_check(1 << 30, UINT64_C(128) << 20, 4);
+    msg = stripe_geometry_check(1 << 30, UINT64_C(128) << 20, 4, 1);
     sc_assert(strstr(msg, "out of range"));
     g_free(msg);
-    msg = stripe_geometry_check(1 << 30, 65536, 0);
+    msg = stripe_geometry_check(1 << 30, 65536, 0, 1);
     sc_assert(strstr(msg, "0 nodes"));
     g_free(msg);
-    msg = stripe_geometry_check(1000, 65536, 2);
+    msg = stripe_geometry_check(1000, 65536, 2, 1);
     sc_assert(strstr(msg, "multiple of 512"));
     g_free(msg);
     sc_assert_cmpu(stripe_default_data_offset(4096), ==, 1 << 20);
