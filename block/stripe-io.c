@@ -129,12 +129,14 @@ stripe_co_rw_copies(BlockDriverState *bs, StripeOp op, uint32_t first,
     pool = aio_task_pool_new(STRIPE_MAX_PARALLEL);
 
     while (bytes > 0 && aio_task_pool_status(pool) == 0) {
+        StripeChunk *piece[STRIPE_MAX_COPIES];
+
         len = MIN(bytes, in_unit);
         for (copy = first; copy < first + ncopies; copy++) {
             StripeChunk *c;
 
             stripe_map_copy(&s->geo, offset, copy, &node, &node_offset);
-            c = &chunks[node * ncopies + copy - first];
+            c = piece[copy - first] = &chunks[node * ncopies + copy - first];
             /* Continue the collected request only if this piece follows. */
             if (c->task && (c->task->node_offset + c->task->bytes !=
                             node_offset || c->task->bytes >= max_req)) {
@@ -161,11 +163,9 @@ stripe_co_rw_copies(BlockDriverState *bs, StripeOp op, uint32_t first,
             len = MIN(len, max_req - c->task->bytes);
         }
         /* the same bytes of the guest's buffer go to every copy */
-        for (copy = first; copy < first + ncopies; copy++) {
-            StripeChunk *c;
+        for (i = 0; i < ncopies; i++) {
+            StripeChunk *c = piece[i];
 
-            stripe_map_copy(&s->geo, offset, copy, &node, &node_offset);
-            c = &chunks[node * ncopies + copy - first];
             if (stripe_op_has_data(op)) {
                 qemu_iovec_concat(&c->task->qiov, qiov, qiov_offset, len);
             }
