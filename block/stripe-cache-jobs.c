@@ -49,7 +49,23 @@ typedef struct StripeSettled {
 /* done_nodes has a bit per node */
 QEMU_BUILD_BUG_ON(STRIPE_MAX_NODES > 64);
 
+/*
+ * Push @elm on the lock-free list @head.  Not QSLIST_INSERT_HEAD_ATOMIC():
+ * it reads the head with a plain load, a data race with the
+ * QSLIST_MOVE_ATOMIC() exchange of whoever empties the list (TSan).
+ */
+#define STRIPE_QSLIST_PUSH(head, elm, field) do {                        \
+        typeof((head)->slh_first) first_;                               \
+        do {                                                            \
+            first_ = qatomic_read(&(head)->slh_first);                  \
+            (elm)->field.sle_next = first_;                             \
+        } while (qatomic_cmpxchg(&(head)->slh_first, first_, (elm)) !=  \
+                 first_);                                               \
+    } while (0)
+
 static void stripe_cache_unpin(StripeCache *c) TSA_REQUIRES(c->lock);
+static void stripe_cache_ended(StripeCache *c, unsigned n, int64_t now,
+                               StripeJobBatch *b) TSA_REQUIRES(c->lock);
 
 int64_t stripe_cache_now(void)
 {
@@ -81,9 +97,9 @@ static void stripe_cache_settle(StripeCache *c, StripeSettled *st)
 {
     uint64_t nodes = qatomic_xchg(&c->done_nodes, 0);
     int64_t now = stripe_cache_now();
-    bool waiters = !qemu_co_queue_empty(&c->progress);
     QSLIST_HEAD(, StripeJob) list;
     StripeJob *j, *next;
+    unsigned n = 0;
 
     QSLIST_INIT(&st->jobs);
     while (nodes) {
@@ -97,12 +113,11 @@ static void stripe_cache_settle(StripeCache *c, StripeSettled *st)
             } else {
                 sc_fetch_done(c->core, j->job.id, j->ret, now);
             }
-            c->in_flight--;
+            n++;
             QSLIST_INSERT_HEAD(&st->jobs, j, done_next);
         }
     }
-    qemu_co_queue_restart_all(&c->progress);
-    stripe_cache_collect_jobs(c, waiters, now, &st->batch);
+    stripe_cache_ended(c, n, now, &st->batch);
 }
 
 /*
@@ -140,16 +155,10 @@ static void coroutine_fn stripe_cache_settle_co(void *opaque)
 static void coroutine_fn stripe_job_ended(StripeCache *c, StripeJob *j)
     TSA_NO_TSA
 {
-    StripeNodeDone *d = &c->done[j->job.node];
     uint64_t bit = 1ULL << j->job.node;
     BlockDriverState *bs = j->bs;
-    StripeJob *first;
 
-    /* Not QSLIST_INSERT_HEAD_ATOMIC(): see stripe_cache_unpin_later(). */
-    do {
-        first = qatomic_read(&d->jobs.slh_first);
-        j->done_next.sle_next = first;
-    } while (qatomic_cmpxchg(&d->jobs.slh_first, first, j) != first);
+    STRIPE_QSLIST_PUSH(&c->done[j->job.node].jobs, j, done_next);
     /* after the push: a settler that cleared the bit finds it set again */
     if (!(qatomic_read(&c->done_nodes) & bit)) {
         qatomic_fetch_or(&c->done_nodes, bit);
@@ -273,20 +282,11 @@ void stripe_cache_release_pins(StripeCache *c)
 /* Pins to give back once copied from: the next lock holder does it. */
 void stripe_cache_unpin_later(StripeCache *c, StripeUnpin *u)
 {
-    StripeUnpin *first;
-
     if (sc_hits_empty(&u->hits)) {
         g_free(u);
         return;
     }
-    /*
-     * Not QSLIST_INSERT_HEAD_ATOMIC(): it reads the head with a plain
-     * load, a data race with stripe_cache_unpin()'s exchange (TSan).
-     */
-    do {
-        first = qatomic_read(&c->unpin.slh_first);
-        u->next.sle_next = first;
-    } while (qatomic_cmpxchg(&c->unpin.slh_first, first, u) != first);
+    STRIPE_QSLIST_PUSH(&c->unpin, u, next);
 }
 
 void stripe_cache_lock(StripeCache *c) TSA_NO_TSA
@@ -427,11 +427,18 @@ void stripe_cache_timer_stop(StripeCache *c)
  */
 void stripe_cache_completed(StripeCache *c, StripeJobBatch *b)
 {
+    stripe_cache_ended(c, 1, stripe_cache_now(), b);
+}
+
+/* @n jobs or write-arounds ended (see stripe_cache_completed()). */
+static void stripe_cache_ended(StripeCache *c, unsigned n, int64_t now,
+                               StripeJobBatch *b)
+{
     bool waiters = !qemu_co_queue_empty(&c->progress);
 
-    c->in_flight--;
+    c->in_flight -= n;
     qemu_co_queue_restart_all(&c->progress);
-    stripe_cache_collect_jobs(c, waiters, stripe_cache_now(), b);
+    stripe_cache_collect_jobs(c, waiters, now, b);
 }
 
 /*
