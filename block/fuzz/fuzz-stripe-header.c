@@ -149,16 +149,16 @@ static void check_map_at(const StripeGeometry *g, uint64_t needed,
                          uint64_t offset)
 {
     uint64_t unit = g->stripe_unit, node_off, len, unit_no, slot, row;
-    uint32_t node, copy, column, shift, seen = 0;
+    uint32_t node, copy, column, shift;
+    uint64_t seen = 0;              /* STRIPE_MAX_NODES is 64 */
 
     for (copy = 0; copy < g->copies; copy++) {
         len = stripe_map_copy(g, offset, copy, &node, &node_off);
         fuzz_check(node < g->node_count, "offset %" PRIu64 " on node %u "
                    "of %u", offset, node, g->node_count);
-        fuzz_check(!(seen & (1u << node % 32)) || g->node_count > 32,
-                   "offset %" PRIu64 ": two copies on node %u", offset,
-                   node);
-        seen |= 1u << node % 32;
+        fuzz_check(!(seen & (UINT64_C(1) << node)), "offset %" PRIu64
+                   ": two copies on node %u", offset, node);
+        seen |= UINT64_C(1) << node;
         fuzz_check(len >= 1 && len <= unit && (offset + len) % unit == 0,
                    "offset %" PRIu64 ": %" PRIu64 " bytes to the end of "
                    "its unit of %" PRIu64, offset, len, unit);
