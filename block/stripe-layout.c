@@ -28,7 +28,9 @@
  *  72  incompat_features   u64
  *  80  generation          u64
  *  88  copies              u32 (with STRIPE_INCOMPAT_COPIES, else zero)
- *  92  reserved, zero
+ *  92  reserved, zero      u32
+ *  96  failed              u64 (with STRIPE_INCOMPAT_COPIES, else zero)
+ * 104  reserved, zero
  * 508  crc32 (zlib) of bytes 0..507
  */
 enum {
@@ -45,6 +47,7 @@ enum {
     OFF_INCOMPAT = 72,
     OFF_GENERATION = 80,
     OFF_COPIES = 88,
+    OFF_FAILED = 96,
     OFF_CRC = STRIPE_HEADER_SIZE - 4,
 };
 
@@ -109,6 +112,7 @@ void stripe_header_encode(const StripeHeader *h, uint8_t *buf)
     put_le64(buf + OFF_GENERATION, h->generation);
     if (h->copies > 1) {
         put_le32(buf + OFF_COPIES, h->copies);
+        put_le64(buf + OFF_FAILED, h->failed);
     }
     put_le32(buf + OFF_CRC, header_crc(buf));
 }
@@ -178,6 +182,12 @@ static bool header_fields_valid(const StripeHeader *h, char **errmsg)
                 h->node_count);
         return false;
     }
+    if ((h->node_count < 64 && h->failed >> h->node_count) ||
+        (h->failed >> h->node_index) & 1) {
+        set_err(errmsg, "invalid failed nodes 0x%" PRIx64 " (node %u of %u)",
+                h->failed, h->node_index, h->node_count);
+        return false;
+    }
     return true;
 }
 
@@ -219,6 +229,8 @@ StripeHeaderStatus stripe_header_decode(const uint8_t *buf, size_t len,
     h->generation = get_le64(buf + OFF_GENERATION);
     h->copies = h->incompat_features & STRIPE_INCOMPAT_COPIES ?
                 get_le32(buf + OFF_COPIES) : 1;
+    h->failed = h->incompat_features & STRIPE_INCOMPAT_COPIES ?
+                get_le64(buf + OFF_FAILED) : 0;
 
     if (h->version != STRIPE_VERSION) {
         set_err(errmsg, "stripe header version %u is not supported "
@@ -295,6 +307,34 @@ void stripe_geometry_set_copies(StripeGeometry *g, uint32_t copies)
     g->copies = copies;
 }
 
+bool stripe_geometry_lost_unit(const StripeGeometry *g, uint64_t failed,
+                               uint64_t *unit)
+{
+    /* The placement repeats every N - c + 1 rows: look at one period. */
+    uint64_t units = (uint64_t)g->node_count *
+                     (g->node_count - g->copies + 1);
+    uint64_t k;
+    uint32_t copy, node;
+    uint64_t node_offset;
+
+    for (k = 0; k < units && failed; k++) {
+        for (copy = 0; copy < g->copies; copy++) {
+            stripe_map_copy(g, k << g->unit_shift, copy, &node,
+                            &node_offset);
+            if (!((failed >> node) & 1)) {
+                break;
+            }
+        }
+        if (copy == g->copies) {
+            if (unit) {
+                *unit = k;
+            }
+            return true;
+        }
+    }
+    return false;
+}
+
 uint64_t stripe_node_size_needed(const StripeGeometry *g)
 {
     uint64_t units = (g->virtual_size + g->stripe_unit - 1) >> g->unit_shift;
@@ -354,6 +394,61 @@ static uint32_t majority_node(const StripeHeader *hdrs, uint32_t count)
         }
     }
     return best;
+}
+
+/*
+ * The failed nodes of an image whose headers passed every other check: a
+ * node is failed when a node with a newer header lists it.  An older
+ * listing is one the node outlived (it was resynced since, and the lister's
+ * header was not rewritten yet).  Two nodes that list each other were each
+ * written while the other was away: neither holds all the data.
+ */
+static bool assemble_failed(const StripeHeader *hdrs, uint32_t count,
+                            StripeAssembly *out, int *errnode,
+                            char **errmsg)
+{
+    uint64_t unit;
+    uint32_t i, j, x, y;
+
+    out->failed = 0;
+    for (i = 0; i < count; i++) {
+        for (j = 0; j < count; j++) {
+            x = hdrs[i].node_index;
+            y = hdrs[j].node_index;
+            if (!((hdrs[j].failed >> x) & 1)) {
+                continue;
+            }
+            if ((hdrs[i].failed >> y) & 1) {
+                *errnode = MAX(i, j);
+                out->twin = MIN(i, j);
+                out->split_brain = true;
+                set_err(errmsg, "split brain: node indices %u and %u each "
+                        "list the other as failed (each was written while "
+                        "the other was away); neither holds all the data",
+                        x, y);
+                return false;
+            }
+            if (hdrs[j].generation > hdrs[i].generation) {
+                out->failed |= UINT64_C(1) << x;
+            }
+        }
+    }
+    if (stripe_geometry_lost_unit(&out->geo, out->failed, &unit)) {
+        GString *list = g_string_new(NULL);
+
+        for (x = 0; x < count; x++) {
+            if ((out->failed >> x) & 1) {
+                g_string_append_printf(list, "%s%u", list->len ? ", " : "",
+                                       x);
+            }
+        }
+        set_err(errmsg, "too many failed nodes: node indices %s are failed "
+                "and hold every copy of stripe unit %" PRIu64 " (copies %u)",
+                list->str, unit, out->geo.copies);
+        g_string_free(list, true);
+        return false;
+    }
+    return true;
 }
 
 bool stripe_assemble(const StripeHeader *hdrs, const uint64_t *node_len,
@@ -462,17 +557,23 @@ bool stripe_assemble(const StripeHeader *hdrs, const uint64_t *node_len,
     stripe_geometry_set_copies(&out->geo, ref->copies);
     memcpy(out->uuid, ref->uuid, 16);
     out->generation = hdrs[newest].generation;
+    out->split_brain = false;
+    if (!assemble_failed(hdrs, count, out, errnode, errmsg)) {
+        return false;
+    }
     needed = stripe_node_size_needed(&out->geo);
     for (i = 0; i < count; i++) {
+        uint32_t idx = hdrs[i].node_index;
+
         if (node_len[i] < needed) {
             *errnode = i;
             set_err(errmsg, "node is too small: %" PRIu64 " bytes, the "
                     "image needs %" PRIu64, node_len[i], needed);
             return false;
         }
-        out->order[hdrs[i].node_index] = i;
-        out->stale[hdrs[i].node_index] =
-            hdrs[i].generation != out->generation;
+        out->order[idx] = i;
+        out->stale[idx] = hdrs[i].generation != out->generation &&
+                          !((out->failed >> idx) & 1);
     }
     return true;
 }

@@ -65,8 +65,13 @@ typedef struct StripeHeader {
     uint64_t data_offset;
     uint64_t compat_features;
     uint64_t incompat_features;
-    uint64_t generation;        /* bumped by every header rewrite (resize) */
+    uint64_t generation;        /* bumped by every header rewrite */
     uint32_t copies;            /* 1, or with STRIPE_INCOMPAT_COPIES 2.. */
+    /*
+     * With copies > 1: a bit per node index, the nodes the writer of this
+     * header had marked failed (their data is out of date); else zero.
+     */
+    uint64_t failed;
 } StripeHeader;
 
 typedef struct StripeGeometry {
@@ -131,6 +136,13 @@ uint64_t stripe_map_copy(const StripeGeometry *g, uint64_t offset,
 void stripe_geometry_set_copies(StripeGeometry *g, uint32_t copies);
 
 /*
+ * Whether some stripe unit has no copy outside the nodes of @failed (a bit
+ * per node index); if so, *@unit (if not NULL) is the first such unit.
+ */
+bool stripe_geometry_lost_unit(const StripeGeometry *g, uint64_t failed,
+                               uint64_t *unit);
+
+/*
  * Assembling an image from the headers read from its nodes.
  */
 
@@ -140,13 +152,25 @@ typedef struct StripeAssembly {
     uint64_t generation;
     /* order[i]: the position (in the user's list) of the node with index i */
     uint32_t order[STRIPE_MAX_NODES];
-    /* true when a node's header is older than the newest (cut-off resize) */
+    /*
+     * true when a node's header is older than the newest and the node is
+     * not failed: a resize or a marking that was cut off, the header only
+     * is out of date
+     */
     bool stale[STRIPE_MAX_NODES];
     /*
-     * When assembly fails because two nodes hold the same header: the
-     * position of the first, the offending node being the second; else -1
+     * A bit per node index: the nodes whose data is out of date, marked
+     * failed by a node with a newer header
+     */
+    uint64_t failed;
+    /*
+     * When assembly fails because two nodes hold the same header, or
+     * because each was written while the other was failed (split brain):
+     * the position of the first, the offending node being the second;
+     * else -1
      */
     int32_t twin;
+    bool split_brain;
 } StripeAssembly;
 
 /*
@@ -156,9 +180,12 @@ typedef struct StripeAssembly {
  * position of the offending node (or -1 for a problem of the whole set)
  * and *@errmsg a newly allocated explanation.
  *
- * Headers may differ only in virtual_size and generation, after a resize
- * that was cut off; the newest generation wins and older ones are marked
- * stale (repaired by qemu-img check -r).
+ * Headers may differ only in virtual_size, generation and failed, after a
+ * resize or a failure marking that was cut off or left a node behind; the
+ * newest generation wins.  A node listed as failed by a node with a newer
+ * header is failed; other older ones are stale (their header is repaired
+ * by qemu-img check -r).  Refused: two nodes that list each other (split
+ * brain), and failed nodes that hold every copy of some unit.
  */
 bool stripe_assemble(const StripeHeader *hdrs, const uint64_t *node_len,
                      uint32_t count, StripeAssembly *out, int *errnode,

@@ -40,6 +40,7 @@
 #define OFF_GENERATION  80
 #define OFF_COPIES      88
 #define OFF_RESERVED    92
+#define OFF_FAILED      96
 #define OFF_CRC         (STRIPE_HEADER_SIZE - 4)
 
 /* Node sets go one past the limit, which stripe_assemble() must refuse. */
@@ -85,6 +86,8 @@ static void parse_fields(const uint8_t *buf, StripeHeader *h)
     h->generation = le64(buf + OFF_GENERATION);
     h->copies = h->incompat_features & STRIPE_INCOMPAT_COPIES ?
                 le32(buf + OFF_COPIES) : 1;
+    h->failed = h->incompat_features & STRIPE_INCOMPAT_COPIES ?
+                le64(buf + OFF_FAILED) : 0;
 }
 
 static bool same_header(const StripeHeader *a, const StripeHeader *b)
@@ -97,7 +100,8 @@ static bool same_header(const StripeHeader *a, const StripeHeader *b)
         a->data_offset == b->data_offset &&
         a->compat_features == b->compat_features &&
         a->incompat_features == b->incompat_features &&
-        a->generation == b->generation && a->copies == b->copies;
+        a->generation == b->generation && a->copies == b->copies &&
+        a->failed == b->failed;
 }
 
 static void seal(uint8_t *buf)
@@ -129,13 +133,16 @@ static bool header_follows_rules(const StripeHeader *h)
         h->virtual_size % 512 == 0 && h->virtual_size <= STRIPE_MAX_SIZE &&
         h->copies >= 1 && h->copies <= STRIPE_MAX_COPIES &&
         h->copies <= h->node_count &&
-        (h->copies > 1) == !!(h->incompat_features & STRIPE_INCOMPAT_COPIES);
+        (h->copies > 1) == !!(h->incompat_features & STRIPE_INCOMPAT_COPIES) &&
+        /* failed nodes: existing ones, never the writer itself */
+        (h->node_count == 64 || !(h->failed >> h->node_count)) &&
+        !((h->failed >> h->node_index) & 1);
 }
 
 /* What create writes; open must accept it whatever the geometry. */
 static bool header_as_created(const StripeHeader *h)
 {
-    return header_follows_rules(h) &&
+    return header_follows_rules(h) && !h->failed &&
         h->header_size == STRIPE_HEADER_SIZE &&
         h->data_offset == stripe_default_data_offset(h->stripe_unit);
 }
@@ -336,6 +343,7 @@ static void check_create(const StripeHeader *fields)
     h.node_index = h.node_count - 1;
     h.data_offset = stripe_default_data_offset(h.stripe_unit);
     h.incompat_features = 0;
+    h.failed = 0;
     fuzz_check(through_node(&h, &out), "create accepts %u nodes, unit %"
                PRIu64 ", size %" PRIu64 ", open refuses them",
                h.node_count, h.stripe_unit, h.virtual_size);

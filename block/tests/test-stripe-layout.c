@@ -407,6 +407,145 @@ static void test_assemble(void)
     g_free(msg);
 }
 
+/* Replicated images: n nodes, every header at generation 1, two copies. */
+static void make_replicated(StripeHeader *h, uint32_t n, uint32_t copies)
+{
+    uint32_t i;
+
+    for (i = 0; i < n; i++) {
+        make_header(&h[i], i, n);
+        h[i].copies = copies;
+    }
+}
+
+static void test_lost_unit(void)
+{
+    StripeGeometry g;
+    uint64_t unit = 0;
+    uint32_t n, a, b, c;
+
+    /* Two copies: any one node may fail, no two (every pair shares). */
+    for (n = 2; n <= 8; n++) {
+        stripe_geometry_init(&g, 1 << 30, 65536, 1 << 20, n);
+        stripe_geometry_set_copies(&g, 2);
+        g_assert(!stripe_geometry_lost_unit(&g, 0, NULL));
+        for (a = 0; a < n; a++) {
+            g_assert(!stripe_geometry_lost_unit(&g, 1ull << a, NULL));
+            for (b = a + 1; b < n; b++) {
+                g_assert(stripe_geometry_lost_unit(&g, (1ull << a) |
+                                                   (1ull << b), &unit));
+            }
+        }
+    }
+    /* Three copies: any two nodes may fail. */
+    for (n = 3; n <= 7; n++) {
+        stripe_geometry_init(&g, 1 << 30, 65536, 1 << 20, n);
+        stripe_geometry_set_copies(&g, 3);
+        for (a = 0; a < n; a++) {
+            for (b = a + 1; b < n; b++) {
+                g_assert(!stripe_geometry_lost_unit(&g, (1ull << a) |
+                                                    (1ull << b), NULL));
+                for (c = b + 1; c < n; c++) {
+                    bool lost = stripe_geometry_lost_unit(
+                        &g, (1ull << a) | (1ull << b) | (1ull << c), NULL);
+                    /* with 3 nodes, every node holds every unit */
+                    g_assert(n > 3 || lost);
+                }
+            }
+        }
+    }
+    /* One copy: any failed node loses its units, the first is its own. */
+    stripe_geometry_init(&g, 1 << 30, 65536, 1 << 20, 4);
+    g_assert(stripe_geometry_lost_unit(&g, 1ull << 2, &unit));
+    sc_assert_cmpu(unit, ==, 2);
+}
+
+static void test_assemble_failed(void)
+{
+    const uint64_t len = 64 * 1024 * 1024;
+    uint8_t buf[STRIPE_HEADER_SIZE];
+    StripeHeader h[5], out;
+    StripeAssembly as;
+    char *msg = NULL;
+    int errnode;
+
+    /* The field survives encoding; it needs copies, and never self. */
+    make_replicated(h, 4, 2);
+    h[0].failed = 1ull << 3;
+    stripe_header_encode(&h[0], buf);
+    sc_assert_cmpi(stripe_header_decode(buf, sizeof(buf), &out, NULL), ==,
+                   STRIPE_HEADER_OK);
+    sc_assert_cmpu(out.failed, ==, 1ull << 3);
+    h[0].failed = 1ull << 0;
+    stripe_header_encode(&h[0], buf);
+    sc_assert_cmpi(stripe_header_decode(buf, sizeof(buf), &out, &msg), ==,
+                   STRIPE_HEADER_INVALID);
+    sc_assert(strstr(msg, "invalid failed nodes"));
+    g_free(msg);
+    msg = NULL;
+    h[0].failed = 1ull << 4;
+    stripe_header_encode(&h[0], buf);
+    sc_assert_cmpi(stripe_header_decode(buf, sizeof(buf), &out, NULL), ==,
+                   STRIPE_HEADER_INVALID);
+    h[0].copies = 1;
+    h[0].failed = 1ull << 3;
+    stripe_header_encode(&h[0], buf);
+    sc_assert_cmpi(stripe_header_decode(buf, sizeof(buf), &out, NULL), ==,
+                   STRIPE_HEADER_OK);
+    sc_assert_cmpu(out.failed, ==, 0);
+
+    /* Node 2 failed: the others list it at generation 2. */
+    make_replicated(h, 4, 2);
+    h[0].failed = h[1].failed = h[3].failed = 1ull << 2;
+    h[0].generation = h[1].generation = h[3].generation = 2;
+    g_assert(assemble(h, 4, len, &as, &errnode, &msg));
+    sc_assert_cmpu(as.failed, ==, 1ull << 2);
+    sc_assert_cmpu(as.generation, ==, 2);
+    g_assert(!as.stale[2]);
+
+    /* A marking cut off after node 0: node 2 is failed, 1 and 3 stale. */
+    h[1].failed = h[3].failed = 0;
+    h[1].generation = h[3].generation = 1;
+    g_assert(assemble(h, 4, len, &as, &errnode, &msg));
+    sc_assert_cmpu(as.failed, ==, 1ull << 2);
+    g_assert(as.stale[1] && as.stale[3] && !as.stale[0] && !as.stale[2]);
+
+    /* Resynced, its header rewritten first: an older listing is moot. */
+    h[2].generation = 3;
+    h[1].generation = h[3].generation = 3;
+    g_assert(assemble(h, 4, len, &as, &errnode, &msg));
+    sc_assert_cmpu(as.failed, ==, 0);
+    g_assert(as.stale[0]);
+
+    /* Split brain: nodes 0 and 2 list each other. */
+    make_replicated(h, 4, 2);
+    h[0].failed = 1ull << 2;
+    h[0].generation = 2;
+    h[2].failed = 1ull << 0;
+    h[2].generation = 5;
+    g_assert(!assemble(h, 4, len, &as, &errnode, &msg));
+    g_assert(as.split_brain);
+    sc_assert_cmpi(as.twin, ==, 0);
+    sc_assert_cmpi(errnode, ==, 2);
+    sc_assert(strstr(msg, "split brain: node indices 0 and 2"));
+
+    /* Two failed nodes with two copies: some unit has no copy left. */
+    make_replicated(h, 4, 2);
+    h[0].failed = h[1].failed = (1ull << 2) | (1ull << 3);
+    h[0].generation = h[1].generation = 2;
+    g_assert(!assemble(h, 4, len, &as, &errnode, &msg));
+    g_assert(!as.split_brain);
+    sc_assert(strstr(msg, "node indices 2, 3 are failed and hold every copy"));
+
+    /* ... which three copies on five nodes survive. */
+    make_replicated(h, 5, 3);
+    h[0].failed = h[1].failed = h[4].failed = (1ull << 2) | (1ull << 3);
+    h[0].generation = h[1].generation = h[4].generation = 2;
+    g_assert(assemble(h, 5, len, &as, &errnode, &msg));
+    sc_assert_cmpu(as.failed, ==, (1ull << 2) | (1ull << 3));
+    g_free(msg);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -416,5 +555,7 @@ int main(int argc, char **argv)
     g_test_add_func("/stripe-layout/map", test_map);
     g_test_add_func("/stripe-layout/map-copies", test_map_copies);
     g_test_add_func("/stripe-layout/assemble", test_assemble);
+    g_test_add_func("/stripe-layout/lost-unit", test_lost_unit);
+    g_test_add_func("/stripe-layout/assemble-failed", test_assemble_failed);
     return g_test_run();
 }
