@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Block driver "stripe": the node headers on the QEMU side.  Reading and
- * assembling them at open, writing them (for stripe-resize.c), and
- * qemu-img check.
+ * assembling them at open, writing them (for stripe-resize.c and
+ * stripe-health.c), and qemu-img check.
  *
- * Headers are written only by create, resize, growth and check -r; never
- * by open.
+ * Headers are written only by create, resize, growth, failure marking and
+ * check -r; never by open.
  */
 
 #include "qemu/osdep.h"
@@ -88,15 +88,23 @@ int GRAPH_RDLOCK stripe_assemble_nodes(BlockDriverState *bs,
     }
     if (!stripe_assemble(hdrs, lens, count, &as, &errnode, &msg)) {
         if (as.twin >= 0) {
+            /* a problem of two nodes: name both */
             g_autofree char *first = stripe_node_desc(given[as.twin],
                                                       as.twin);
             g_autofree char *second = stripe_node_desc(given[errnode],
                                                        errnode);
 
-            error_setg(errp, "stripe: %s and %s hold the same header (node "
-                       "index %u): the same storage given twice, or a copy "
-                       "of a node", first, second,
-                       hdrs[errnode].node_index);
+            if (as.split_brain) {
+                error_setg(errp, "stripe: %s and %s each list the other as "
+                           "failed: each was written while the other was "
+                           "away (split brain), and neither holds all the "
+                           "data", first, second);
+            } else {
+                error_setg(errp, "stripe: %s and %s hold the same header "
+                           "(node index %u): the same storage given twice, "
+                           "or a copy of a node", first, second,
+                           hdrs[errnode].node_index);
+            }
         } else if (errnode >= 0) {
             g_autofree char *desc = stripe_node_desc(given[errnode],
                                                      errnode);
@@ -114,6 +122,8 @@ int GRAPH_RDLOCK stripe_assemble_nodes(BlockDriverState *bs,
     s->nodes = g_new(BdrvChild *, count);
     s->given_pos = g_new(uint32_t, count);
     s->stale = g_new(bool, count);
+    s->health = g_new0(StripeNodeHealth, count);
+    s->failed = s->failed_durable = as.failed;
     for (i = 0; i < count; i++) {
         s->nodes[i] = given[as.order[i]];
         s->given_pos[i] = as.order[i];
@@ -132,9 +142,18 @@ int GRAPH_RDLOCK stripe_assemble_nodes(BlockDriverState *bs,
         }
         if (as.stale[i]) {
             warn_report("stripe: node %u (%s) has a header of generation %"
-                        PRIu64 ", older than %" PRIu64 " (a resize was cut "
-                        "off); run 'qemu-img check -r all' to repair it",
-                        as.order[i], s->nodes[i]->bs->filename,
+                        PRIu64 ", older than %" PRIu64 " (a header update "
+                        "was cut off); run 'qemu-img check -r all' to "
+                        "repair it", as.order[i], s->nodes[i]->bs->filename,
+                        hdrs[as.order[i]].generation, s->generation);
+        }
+        if (stripe_node_failed(s, i)) {
+            warn_report("stripe: node %u (%s), node index %u, was marked "
+                        "failed (its header is of generation %" PRIu64
+                        ", the image's %" PRIu64 "): its data is out of "
+                        "date and it is not used; run 'qemu-img check -r "
+                        "all' to rebuild it", as.order[i],
+                        s->nodes[i]->bs->filename, i,
                         hdrs[as.order[i]].generation, s->generation);
         }
     }
@@ -159,8 +178,9 @@ stripe_co_reload_headers(BlockDriverState *bs, Error **errp)
     uint32_t i;
     int ret;
 
-    /* The size and the generation change only under the resize lock. */
+    /* Size, generation and failed nodes change only under these locks. */
     QEMU_LOCK_GUARD(&s->resize_lock);
+    QEMU_LOCK_GUARD(&s->health_lock);
     for (i = 0; i < s->node_count; i++) {
         ret = stripe_read_header(s->nodes[i], s->given_pos[i], &hdrs[i],
                                  errp);
@@ -195,6 +215,8 @@ stripe_co_reload_headers(BlockDriverState *bs, Error **errp)
     for (i = 0; i < s->node_count; i++) {
         s->stale[i] = as.stale[i];
     }
+    qatomic_set(&s->failed, as.failed);
+    qatomic_set(&s->failed_durable, as.failed);
     if (s->cache) {
         stripe_cache_lock(s->cache);
         sc_cache_set_disk_size(s->cache->core, as.geo.virtual_size);
@@ -217,6 +239,7 @@ void stripe_header_for_node(BDRVStripeState *s, uint32_t index,
         .data_offset = s->geo.data_offset,
         .generation = s->generation,
         .copies = s->geo.copies,
+        .failed = qatomic_read(&s->failed),
     };
     memcpy(h->uuid, s->uuid, sizeof(h->uuid));
 }
@@ -241,8 +264,11 @@ stripe_co_write_header(BdrvChild *child, const StripeHeader *h, Error **errp)
 }
 
 /*
- * Rewrite every node's header for the current generation and a disk of
- * @size bytes, which need not be the size in use yet.
+ * Rewrite the header of every live node for a new generation and a disk
+ * of @size bytes, which need not be the size in use yet.  A failed node
+ * keeps its older header, which says that it is out of date.  A failure
+ * leaves the generation bumped, so that the next attempt writes a newer
+ * one than any header this one wrote.
  */
 int coroutine_fn GRAPH_RDLOCK
 stripe_co_write_all_headers(BlockDriverState *bs, uint64_t size,
@@ -253,7 +279,12 @@ stripe_co_write_all_headers(BlockDriverState *bs, uint64_t size,
     uint32_t i;
     int ret;
 
+    QEMU_LOCK_GUARD(&s->health_lock);
+    s->generation++;
     for (i = 0; i < s->node_count; i++) {
+        if (stripe_node_failed(s, i)) {
+            continue;
+        }
         stripe_header_for_node(s, i, &h);
         h.virtual_size = size;
         ret = stripe_co_write_header(s->nodes[i], &h, errp);
@@ -263,6 +294,36 @@ stripe_co_write_all_headers(BlockDriverState *bs, uint64_t size,
         s->stale[i] = false;
     }
     return 0;
+}
+
+/*
+ * A failed node holds out of date data: an error, which -r all repairs
+ * by rebuilding the node from the other copies.
+ */
+static void coroutine_fn GRAPH_RDLOCK
+stripe_co_check_failed(BlockDriverState *bs, uint32_t i,
+                       BdrvCheckResult *result, BdrvCheckMode fix)
+{
+    BDRVStripeState *s = bs->opaque;
+    Error *local_err = NULL;
+    uint64_t units;
+
+    if (!(fix & BDRV_FIX_ERRORS)) {
+        fprintf(stderr, "ERROR node index %u (%s) is failed: its data is out "
+                "of date\n", i, s->nodes[i]->bs->filename);
+        result->corruptions++;
+        return;
+    }
+    fprintf(stderr, "Rebuilding node index %u (%s) from the other copies\n",
+            i, s->nodes[i]->bs->filename);
+    if (stripe_co_rebuild_node(bs, i, &units, &local_err) < 0) {
+        error_report_err(local_err);
+        result->corruptions++;
+        return;
+    }
+    fprintf(stderr, "Rebuilt node index %u: %" PRIu64 " stripe units "
+            "copied\n", i, units);
+    result->corruptions_fixed++;
 }
 
 int coroutine_fn GRAPH_RDLOCK
@@ -276,8 +337,17 @@ stripe_co_check(BlockDriverState *bs, BdrvCheckResult *result,
     int ret;
 
     for (i = 0; i < s->node_count; i++) {
+        if (stripe_node_failed(s, i)) {
+            stripe_co_check_failed(bs, i, result, fix);
+        }
+    }
+    for (i = 0; i < s->node_count; i++) {
         g_autofree char *msg = NULL;
         bool bad;
+
+        if (stripe_node_failed(s, i)) {
+            continue;
+        }
 
         ret = bdrv_co_pread(s->nodes[i], 0, sizeof(buf), buf, 0);
         if (ret < 0) {

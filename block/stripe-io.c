@@ -23,19 +23,21 @@
 typedef struct StripeTask {
     AioTask task;               /* must be first: the pool frees it */
     BlockDriverState *bs;
-    BdrvChild *child;
+    uint32_t node;
     StripeOp op;
     int64_t node_offset;
     int64_t bytes;
     QEMUIOVector qiov;          /* read and write only */
     BdrvRequestFlags flags;
+    /* replicated images: the nodes that failed this request, if asked */
+    uint64_t *failed_nodes;
 } StripeTask;
 
 /*
  * One node request on one child.  The caller holds the graph lock.
  * @qiov is used only for reads and writes.
  */
-static int coroutine_fn GRAPH_RDLOCK
+int coroutine_fn GRAPH_RDLOCK
 stripe_node_request(BdrvChild *child, StripeOp op, int64_t node_offset,
                     int64_t bytes, QEMUIOVector *qiov, size_t qiov_offset,
                     BdrvRequestFlags flags)
@@ -51,8 +53,48 @@ stripe_node_request(BdrvChild *child, StripeOp op, int64_t node_offset,
         return bdrv_co_pwrite_zeroes(child, node_offset, bytes, flags);
     case STRIPE_OP_DISCARD:
         return bdrv_co_pdiscard(child, node_offset, bytes);
+    case STRIPE_OP_FLUSH:
+        return bdrv_co_flush(child->bs);
     }
     g_assert_not_reached();
+}
+
+/*
+ * A node request of a replicated image: given up on after node-timeout,
+ * and a failure marks the node failed.  A write or zeroing returns 0 once
+ * the node is marked, and goes on without it; a read returns the node's
+ * error and must be served again by another copy: it learns of the node
+ * in @failed_nodes.
+ */
+static int coroutine_fn GRAPH_RDLOCK
+stripe_co_replica_request(BlockDriverState *bs, uint32_t node, StripeOp op,
+                          int64_t node_offset, int64_t bytes,
+                          QEMUIOVector *qiov, BdrvRequestFlags flags,
+                          uint64_t *failed_nodes)
+{
+    BDRVStripeState *s = bs->opaque;
+    int64_t timeout_ns = qatomic_read(&s->node_timeout_ns);
+    int ret;
+
+    if (timeout_ns) {
+        ret = stripe_co_node_request_deadline(bs, node, op, node_offset,
+                                              bytes, qiov, flags,
+                                              timeout_ns);
+    } else {
+        ret = stripe_co_node_request_counted(bs, node, op, node_offset,
+                                             bytes, qiov, flags);
+    }
+    if (ret >= 0 || ret == -ENOMEM) {
+        return ret;
+    }
+    if (failed_nodes) {
+        *failed_nodes |= UINT64_C(1) << node;
+    }
+    if (op == STRIPE_OP_READ) {
+        stripe_co_mark_failed(bs, node, ret);
+        return ret;
+    }
+    return stripe_co_mark_failed(bs, node, ret);
 }
 
 /*
@@ -62,15 +104,22 @@ stripe_node_request(BdrvChild *child, StripeOp op, int64_t node_offset,
 static int coroutine_fn GRAPH_RDLOCK stripe_task_entry(AioTask *task)
 {
     StripeTask *t = container_of(task, StripeTask, task);
+    BDRVStripeState *s = t->bs->opaque;
+    BdrvChild *child = s->nodes[t->node];
     int ret;
 
-    trace_stripe_node_request(t->bs, t->op, t->child->bs->node_name,
+    trace_stripe_node_request(t->bs, t->op, child->bs->node_name,
                               t->node_offset, t->bytes);
-    ret = stripe_node_request(t->child, t->op, t->node_offset, t->bytes,
-                              &t->qiov, 0, t->flags);
+    if (s->geo.copies > 1) {
+        ret = stripe_co_replica_request(t->bs, t->node, t->op,
+                                        t->node_offset, t->bytes, &t->qiov,
+                                        t->flags, t->failed_nodes);
+    } else {
+        ret = stripe_node_request(child, t->op, t->node_offset, t->bytes,
+                                  &t->qiov, 0, t->flags);
+    }
     if (ret < 0) {
-        trace_stripe_node_request_error(t->bs, t->op,
-                                        t->child->bs->node_name,
+        trace_stripe_node_request_error(t->bs, t->op, child->bs->node_name,
                                         t->node_offset, t->bytes, ret);
     }
     if (t->qiov.nalloc >= 0) {
@@ -99,44 +148,87 @@ static void coroutine_fn stripe_chunk_submit(AioTaskPool *pool,
 }
 
 /*
- * Run @op on @ncopies copies of the range, from copy @first on: a node
- * request per run of pieces that are adjacent on a node, all at once.
- * The pieces of different copies never share a node request.
+ * Which copies of a piece a request uses: every copy not on a node to
+ * avoid (@all: writes), or the one on the least busy of those (reads; on
+ * a tie the lowest copy, so that an idle disk reads primaries).  Returns
+ * how many, their numbers in @copies.
+ */
+static uint32_t stripe_pick_copies(BDRVStripeState *s, uint64_t offset,
+                                   uint64_t avoid, bool all,
+                                   uint32_t *copies)
+{
+    uint64_t best_load = UINT64_MAX, node_offset;
+    uint32_t copy, node, n = 0;
+
+    for (copy = 0; copy < s->geo.copies; copy++) {
+        stripe_map_copy(&s->geo, offset, copy, &node, &node_offset);
+        if ((avoid >> node) & 1) {
+            continue;
+        }
+        if (all) {
+            copies[n++] = copy;
+        } else if (qatomic_read(&s->health[node].in_flight) < best_load) {
+            best_load = qatomic_read(&s->health[node].in_flight);
+            copies[0] = copy;
+            n = 1;
+        }
+    }
+    return n;
+}
+
+/*
+ * Run @op on the range: a node request per run of pieces that are adjacent
+ * on a node, all at once.  With several copies, each piece goes to the
+ * copies stripe_pick_copies() chooses, never to a node in @avoid (-EIO
+ * when a piece has none left); the pieces of different copies never
+ * share a node request.
  */
 static int coroutine_fn GRAPH_RDLOCK
-stripe_co_rw_copies(BlockDriverState *bs, StripeOp op, uint32_t first,
-                    uint32_t ncopies, int64_t offset, int64_t bytes,
-                    QEMUIOVector *qiov, size_t qiov_offset,
-                    BdrvRequestFlags flags)
+stripe_co_rw_pieces(BlockDriverState *bs, StripeOp op, uint64_t avoid,
+                    int64_t offset, int64_t bytes, QEMUIOVector *qiov,
+                    size_t qiov_offset, BdrvRequestFlags flags,
+                    uint64_t *failed_nodes)
 {
     BDRVStripeState *s = bs->opaque;
+    const uint32_t ncopies = s->geo.copies;
     const uint64_t max_req = s->max_node_request;
+    const bool all = op != STRIPE_OP_READ;
     g_autofree StripeChunk *chunks = NULL;
     AioTaskPool *pool;
     uint64_t node_offset, len, in_unit;
-    uint32_t node, copy, i;
-    int ret;
+    uint32_t node, i;
+    int ret = 0;
 
-    /* Fast path: the request stays on one node and needs no splitting. */
-    in_unit = stripe_map_copy(&s->geo, offset, first, &node, &node_offset);
+    /* Fast path: one copy, one node and no splitting. */
+    in_unit = stripe_map(&s->geo, offset, &node, &node_offset);
     if (ncopies == 1 && bytes <= in_unit && bytes <= max_req) {
         return stripe_node_request(s->nodes[node], op, node_offset, bytes,
                                    qiov, qiov_offset, flags);
     }
 
-    /* a chunk per node and copy: chunks[node * ncopies + copy - first] */
+    /* a chunk per node and copy: chunks[node * ncopies + copy] */
     chunks = g_new0(StripeChunk, s->node_count * ncopies);
     pool = aio_task_pool_new(STRIPE_MAX_PARALLEL);
 
     while (bytes > 0 && aio_task_pool_status(pool) == 0) {
         StripeChunk *piece[STRIPE_MAX_COPIES];
+        uint32_t copies[STRIPE_MAX_COPIES];
+        uint32_t n = 1;
 
         len = MIN(bytes, in_unit);
-        for (copy = first; copy < first + ncopies; copy++) {
+        copies[0] = 0;
+        if (ncopies > 1) {
+            n = stripe_pick_copies(s, offset, avoid, all, copies);
+            if (!n) {
+                ret = -EIO;
+                break;
+            }
+        }
+        for (i = 0; i < n; i++) {
             StripeChunk *c;
 
-            stripe_map_copy(&s->geo, offset, copy, &node, &node_offset);
-            c = piece[copy - first] = &chunks[node * ncopies + copy - first];
+            stripe_map_copy(&s->geo, offset, copies[i], &node, &node_offset);
+            c = piece[i] = &chunks[node * ncopies + copies[i]];
             /* Continue the collected request only if this piece follows. */
             if (c->task && (c->task->node_offset + c->task->bytes !=
                             node_offset || c->task->bytes >= max_req)) {
@@ -148,11 +240,12 @@ stripe_co_rw_copies(BlockDriverState *bs, StripeOp op, uint32_t first,
                 *t = (StripeTask) {
                     .task.func = stripe_task_entry,
                     .bs = bs,
-                    .child = s->nodes[node],
+                    .node = node,
                     .op = op,
                     .node_offset = node_offset,
                     .bytes = 0,
                     .flags = flags,
+                    .failed_nodes = failed_nodes,
                 };
                 t->qiov.nalloc = -1;
                 if (stripe_op_has_data(op)) {
@@ -163,7 +256,7 @@ stripe_co_rw_copies(BlockDriverState *bs, StripeOp op, uint32_t first,
             len = MIN(len, max_req - c->task->bytes);
         }
         /* the same bytes of the guest's buffer go to every copy */
-        for (i = 0; i < ncopies; i++) {
+        for (i = 0; i < n; i++) {
             StripeChunk *c = piece[i];
 
             if (stripe_op_has_data(op)) {
@@ -177,13 +270,12 @@ stripe_co_rw_copies(BlockDriverState *bs, StripeOp op, uint32_t first,
         offset += len;
         bytes -= len;
         if (bytes > 0) {
-            in_unit = stripe_map_copy(&s->geo, offset, first, &node,
-                                      &node_offset);
+            in_unit = stripe_map(&s->geo, offset, &node, &node_offset);
         }
     }
 
     for (i = 0; i < s->node_count * ncopies; i++) {
-        if (aio_task_pool_status(pool) == 0) {
+        if (ret == 0 && aio_task_pool_status(pool) == 0) {
             stripe_chunk_submit(pool, &chunks[i]);
         } else if (chunks[i].task) {
             /* A node failed already: do not start more requests. */
@@ -194,16 +286,41 @@ stripe_co_rw_copies(BlockDriverState *bs, StripeOp op, uint32_t first,
         }
     }
     aio_task_pool_wait_all(pool);
-    ret = aio_task_pool_status(pool);
+    ret = ret ?: aio_task_pool_status(pool);
     aio_task_pool_free(pool);
     return ret;
 }
 
 /*
- * With several copies, a write, zeroing or discard goes to every copy at
- * once and succeeds when all do; a read is served by one copy, and if
- * that fails, by the next one: the guest sees an error only when every
- * copy failed (the last copy's).
+ * The failed nodes a write left out must be failed in the headers before
+ * the write is acknowledged (stripe-health.c).
+ */
+static int coroutine_fn GRAPH_RDLOCK
+stripe_co_confirm_skipped(BlockDriverState *bs, uint64_t skipped)
+{
+    BDRVStripeState *s = bs->opaque;
+    uint32_t node;
+    int ret;
+
+    skipped &= ~qatomic_read(&s->failed_durable);
+    for (node = 0; skipped; node++, skipped >>= 1) {
+        if (skipped & 1) {
+            ret = stripe_co_mark_failed(bs, node, -EIO);
+            if (ret < 0) {
+                return ret;
+            }
+        }
+    }
+    return 0;
+}
+
+/*
+ * With several copies, a write, zeroing or discard goes to every live
+ * copy at once; a node that fails it is marked failed and the write
+ * succeeds on the others (stripe-health.c).  A read is served by one copy
+ * of each piece, the least busy; when a node fails it, the read is served
+ * again without that node: the guest sees an error only when some piece
+ * has no copy left (the node's error).
  */
 int coroutine_fn GRAPH_RDLOCK
 stripe_co_rw(BlockDriverState *bs, StripeOp op, int64_t offset,
@@ -211,50 +328,51 @@ stripe_co_rw(BlockDriverState *bs, StripeOp op, int64_t offset,
              BdrvRequestFlags flags)
 {
     BDRVStripeState *s = bs->opaque;
-    uint32_t copy;
+    uint64_t avoid, tried = 0;
+    uint32_t attempt;
     int ret = -EIO;
 
     trace_stripe_co_rw(bs, op, offset, bytes);
-    if (op != STRIPE_OP_READ) {
-        return stripe_co_rw_copies(bs, op, 0, s->geo.copies, offset, bytes,
-                                   qiov, qiov_offset, flags);
+    if (s->geo.copies == 1) {
+        return stripe_co_rw_pieces(bs, op, 0, offset, bytes, qiov,
+                                   qiov_offset, flags, NULL);
     }
-    for (copy = 0; copy < s->geo.copies; copy++) {
-        ret = stripe_co_rw_copies(bs, op, copy, 1, offset, bytes, qiov,
-                                  qiov_offset, flags);
-        if (ret >= 0) {
-            break;
+    if (op != STRIPE_OP_READ) {
+        avoid = qatomic_read(&s->failed);
+        ret = stripe_co_rw_pieces(bs, op, avoid, offset, bytes, qiov,
+                                  qiov_offset, flags, NULL);
+        return ret < 0 ? ret : stripe_co_confirm_skipped(bs, avoid);
+    }
+    for (attempt = 0; attempt < s->geo.copies; attempt++) {
+        uint64_t failed_now = 0;
+        int err;
+
+        err = stripe_co_rw_pieces(bs, op, qatomic_read(&s->failed) | tried,
+                                  offset, bytes, qiov, qiov_offset, flags,
+                                  &failed_now);
+        if (err >= 0) {
+            return err;
         }
-        trace_stripe_read_copy_failed(bs, offset, bytes, copy, ret);
+        /* the node's own error, not the -EIO of a piece left without */
+        if (!failed_now) {
+            return attempt ? ret : err;
+        }
+        ret = err;
+        tried |= failed_now;
+        trace_stripe_read_copy_failed(bs, offset, bytes, attempt, ret);
     }
     return ret;
 }
-
-typedef struct StripeFlushTask {
-    AioTask task;
-    BlockDriverState *bs;
-    BdrvChild *child;
-} StripeFlushTask;
 
 /*
- * This function can count as GRAPH_RDLOCK because stripe_co_flush_nodes()
- * holds the graph lock until all tasks of its pool have finished.
+ * Flush every node, all at once; returns the first error.  A replicated
+ * image flushes its live nodes: a node that fails the flush is marked
+ * failed, and the flush succeeds without it.
  */
-static int coroutine_fn GRAPH_RDLOCK stripe_flush_task_entry(AioTask *task)
-{
-    StripeFlushTask *t = container_of(task, StripeFlushTask, task);
-    int ret = bdrv_co_flush(t->child->bs);
-
-    if (ret < 0) {
-        trace_stripe_node_flush_error(t->bs, t->child->bs->node_name, ret);
-    }
-    return ret;
-}
-
-/* Flush every node, all at once; returns the first error. */
 int coroutine_fn GRAPH_RDLOCK stripe_co_flush_nodes(BlockDriverState *bs)
 {
     BDRVStripeState *s = bs->opaque;
+    uint64_t skipped = qatomic_read(&s->failed);
     AioTaskPool *pool;
     uint32_t i;
     int ret;
@@ -265,19 +383,25 @@ int coroutine_fn GRAPH_RDLOCK stripe_co_flush_nodes(BlockDriverState *bs)
     }
     pool = aio_task_pool_new(s->node_count);
     for (i = 0; i < s->node_count; i++) {
-        StripeFlushTask *t = g_new(StripeFlushTask, 1);
+        StripeTask *t;
 
-        *t = (StripeFlushTask) {
-            .task.func = stripe_flush_task_entry,
+        if ((skipped >> i) & 1) {
+            continue;
+        }
+        t = g_new(StripeTask, 1);
+        *t = (StripeTask) {
+            .task.func = stripe_task_entry,
             .bs = bs,
-            .child = s->nodes[i],
+            .node = i,
+            .op = STRIPE_OP_FLUSH,
         };
+        t->qiov.nalloc = -1;
         aio_task_pool_start_task(pool, &t->task);
     }
     aio_task_pool_wait_all(pool);
     ret = aio_task_pool_status(pool);
     aio_task_pool_free(pool);
-    return ret;
+    return ret < 0 ? ret : stripe_co_confirm_skipped(bs, skipped);
 }
 
 /* The largest request alignment of the nodes: requests must satisfy all. */

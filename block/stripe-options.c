@@ -63,6 +63,13 @@ QemuOptsList stripe_runtime_opts = {
             .help = "Stop readahead after this many bytes were read; "
                     "0 never stops (default 0)",
         },
+        {
+            .name = STRIPE_OPT_NODE_TIMEOUT,
+            .type = QEMU_OPT_STRING,
+            .help = "Replicated images: seconds after which a node that "
+                    "does not answer is failed; 0 waits forever "
+                    "(default 15)",
+        },
         { /* end of list */ }
     },
 };
@@ -76,26 +83,37 @@ const char *const stripe_mutable_opts[] = {
     STRIPE_OPT_RA_TRIGGER,
     STRIPE_OPT_RA_MAX_BYTES,
     STRIPE_OPT_RA_DISABLE_AFTER,
+    STRIPE_OPT_NODE_TIMEOUT,
     NULL
 };
 
-static bool stripe_parse_age(QemuOpts *opts, SCOptions *o, Error **errp)
+/* A duration in seconds, a decimal; *@ns is left alone if not given. */
+static bool stripe_parse_seconds(QemuOpts *opts, const char *name,
+                                 int max_secs, int64_t *ns, Error **errp)
 {
-    const char *str = qemu_opt_get(opts, STRIPE_OPT_CACHE_MAX_DIRTY_AGE);
+    const char *str = qemu_opt_get(opts, name);
     double secs;
 
     if (!str) {
         return true;
     }
     if (qemu_strtod_finite(str, NULL, &secs) < 0 || secs < 0 ||
-        secs > STRIPE_MAX_DIRTY_AGE_SECS) {
+        secs > max_secs) {
         error_setg(errp, "stripe: invalid %s '%s': seconds from 0 to %d",
-                   STRIPE_OPT_CACHE_MAX_DIRTY_AGE, str,
-                   STRIPE_MAX_DIRTY_AGE_SECS);
+                   name, str, max_secs);
         return false;
     }
-    o->max_dirty_age_ns = secs * NS_PER_SEC;
+    *ns = secs * NS_PER_SEC;
     return true;
+}
+
+bool stripe_parse_node_timeout(QemuOpts *opts, int64_t *timeout_ns,
+                               Error **errp)
+{
+    *timeout_ns = STRIPE_DEFAULT_NODE_TIMEOUT_NS;
+    return stripe_parse_seconds(opts, STRIPE_OPT_NODE_TIMEOUT,
+                                STRIPE_MAX_NODE_TIMEOUT_SECS, timeout_ns,
+                                errp);
 }
 
 static bool stripe_opt_given(QemuOpts *opts, const char *name)
@@ -124,6 +142,7 @@ static void stripe_scale_defaults(QemuOpts *opts, SCOptions *o)
 
 bool stripe_parse_cache_options(QemuOpts *opts, SCOptions *o, Error **errp)
 {
+    int64_t age_ns;
     uint64_t trigger;
     g_autofree char *msg = NULL;
 
@@ -149,9 +168,12 @@ bool stripe_parse_cache_options(QemuOpts *opts, SCOptions *o, Error **errp)
     o->readahead_disable_after_bytes =
         qemu_opt_get_size(opts, STRIPE_OPT_RA_DISABLE_AFTER,
                           o->readahead_disable_after_bytes);
-    if (!stripe_parse_age(opts, o, errp)) {
+    age_ns = o->max_dirty_age_ns;
+    if (!stripe_parse_seconds(opts, STRIPE_OPT_CACHE_MAX_DIRTY_AGE,
+                              STRIPE_MAX_DIRTY_AGE_SECS, &age_ns, errp)) {
         return false;
     }
+    o->max_dirty_age_ns = age_ns;
     stripe_scale_defaults(opts, o);
 
     /* The core names the option and value in its messages. */

@@ -40,8 +40,14 @@ stripe_co_fit_nodes(BlockDriverState *bs, uint64_t size, int64_t *old_len,
 
     geo.virtual_size = size;
     needed = stripe_node_size_needed(&geo);
+    /* A failed node is left alone: its rebuild makes it fit. */
     for (i = 0; i < s->node_count; i++) {
-        int64_t len = bdrv_co_getlength(s->nodes[i]->bs);
+        int64_t len;
+
+        if (stripe_node_failed(s, i)) {
+            continue;
+        }
+        len = bdrv_co_getlength(s->nodes[i]->bs);
 
         if (len < 0) {
             error_setg_errno(errp, -len, "stripe: cannot get the length of "
@@ -56,8 +62,12 @@ stripe_co_fit_nodes(BlockDriverState *bs, uint64_t size, int64_t *old_len,
     }
     for (i = 0; i < s->node_count; i++) {
         BdrvChild *child = s->nodes[i];
-        int64_t len = bdrv_co_getlength(child->bs);
+        int64_t len;
 
+        if (stripe_node_failed(s, i)) {
+            continue;
+        }
+        len = bdrv_co_getlength(child->bs);
         if (len < 0) {
             return len;
         }
@@ -208,7 +218,6 @@ stripe_co_truncate(BlockDriverState *bs, int64_t offset, bool exact,
     }
 
     trace_stripe_resize(bs, old_size, offset);
-    s->generation++;
     ret = stripe_co_write_all_headers(bs, offset, errp);
     if (ret < 0) {
         return ret;
@@ -273,12 +282,10 @@ int coroutine_fn GRAPH_RDLOCK stripe_co_grow(BlockDriverState *bs,
     /*
      * The new size is used only once it is in the headers: a write that
      * completes in the new area must still be there after a crash.  A
-     * failure leaves the old size in use and the generation bumped, so
-     * the next attempt writes a newer generation than any header that
-     * made it to a node.
+     * failure leaves the old size in use (and the generation bumped,
+     * see stripe_co_write_all_headers()).
      */
     trace_stripe_resize(bs, old_size, size);
-    s->generation++;
     ret = stripe_co_write_all_headers(bs, size, &local_err);
     if (ret < 0) {
         warn_report_err_once(local_err);

@@ -57,9 +57,26 @@ BlockStatsSpecific *stripe_get_specific_stats(BlockDriverState *bs)
 {
     BDRVStripeState *s = bs->opaque;
     BlockStatsSpecific *stats = g_new0(BlockStatsSpecific, 1);
+    StripeNodeStatsList **tail = &stats->u.stripe.node_stats;
+    uint32_t i;
 
     stats->driver = BLOCKDEV_DRIVER_STRIPE;
     stats->u.stripe.nodes = s->node_count;
+    for (i = 0; i < s->node_count; i++) {
+        StripeNodeHealth *h = &s->health[i];
+        StripeNodeStats *n = g_new0(StripeNodeStats, 1);
+
+        *n = (StripeNodeStats) {
+            .index = i,
+            .state = stripe_node_failed(s, i) ? STRIPE_NODE_STATE_FAILED
+                                              : STRIPE_NODE_STATE_LIVE,
+            .in_flight = qatomic_read(&h->in_flight),
+            .errors = qatomic_read(&h->errors),
+            .timeouts = qatomic_read(&h->timeouts),
+            .outstanding = qatomic_read(&h->outstanding),
+        };
+        QAPI_LIST_APPEND(tail, n);
+    }
     if (s->cache) {
         stats->u.stripe.cache = stripe_cache_stats(s->cache);
     }

@@ -76,9 +76,11 @@ static void stripe_free_node_map(BDRVStripeState *s)
     g_free(s->nodes);
     g_free(s->given_pos);
     g_free(s->stale);
+    g_free(s->health);
     s->nodes = NULL;
     s->given_pos = NULL;
     s->stale = NULL;
+    s->health = NULL;
 }
 
 static int stripe_open(BlockDriverState *bs, QDict *options, int flags,
@@ -97,7 +99,8 @@ static int stripe_open(BlockDriverState *bs, QDict *options, int flags,
     /* Bad options fail before any node is even opened. */
     opts = qemu_opts_create(&stripe_runtime_opts, NULL, 0, &error_abort);
     if (!qemu_opts_absorb_qdict(opts, options, errp) ||
-        !stripe_parse_cache_options(opts, &s->cache_opts, errp)) {
+        !stripe_parse_cache_options(opts, &s->cache_opts, errp) ||
+        !stripe_parse_node_timeout(opts, &s->node_timeout_ns, errp)) {
         qemu_opts_del(opts);
         return -EINVAL;
     }
@@ -171,6 +174,7 @@ static int stripe_open(BlockDriverState *bs, QDict *options, int flags,
     GRAPH_RDLOCK_GUARD_MAINLOOP();
 
     qemu_co_mutex_init(&s->resize_lock);
+    qemu_co_mutex_init(&s->health_lock);
     if (stripe_assemble_nodes(bs, given, count, errp) < 0) {
         goto fail;
     }
@@ -213,6 +217,7 @@ static void stripe_close(BlockDriverState *bs)
     if (s->cache) {
         stripe_cache_close(bs);
     }
+    stripe_wait_outstanding(bs);
     stripe_free_node_map(s);
 }
 
@@ -476,6 +481,8 @@ stripe_get_specific_info(BlockDriverState *bs, Error **errp)
         node->index = i;
         node->filename = g_strdup(s->nodes[i]->bs->filename);
         node->stale_header = s->stale[i];
+        node->state = stripe_node_failed(s, i) ? STRIPE_NODE_STATE_FAILED
+                                               : STRIPE_NODE_STATE_LIVE;
         QAPI_LIST_APPEND(tail, node);
     }
 
@@ -548,6 +555,7 @@ static char * GRAPH_RDLOCK stripe_dirname(BlockDriverState *bs,
 
 typedef struct StripeReopenState {
     SCOptions opts;
+    int64_t node_timeout_ns;
     bool cache_on;
 } StripeReopenState;
 
@@ -569,7 +577,8 @@ static int stripe_reopen_prepare(BDRVReopenState *state,
 
     opts = qemu_opts_create(&stripe_runtime_opts, NULL, 0, &error_abort);
     ok = qemu_opts_absorb_qdict(opts, state->options, errp) &&
-         stripe_parse_cache_options(opts, &r->opts, errp);
+         stripe_parse_cache_options(opts, &r->opts, errp) &&
+         stripe_parse_node_timeout(opts, &r->node_timeout_ns, errp);
     qemu_opts_del(opts);
     if (!ok) {
         return -EINVAL;
@@ -602,6 +611,7 @@ static void stripe_reopen_commit(BDRVReopenState *state)
         stripe_cache_reconfigure(bs, &r->opts, state->flags);
     }
     s->cache_opts = r->opts;
+    qatomic_set(&s->node_timeout_ns, r->node_timeout_ns);
     g_free(r);
     state->opaque = NULL;
 }

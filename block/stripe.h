@@ -9,6 +9,9 @@
  *   stripe-create.c      qemu-img create / blockdev-create
  *   stripe-io.c          splitting requests per node and running them in
  *                        parallel
+ *   stripe-health.c      replicated images: marking a node failed
+ *   stripe-deadline.c    node requests that give up after node-timeout
+ *   stripe-rebuild.c     copying a failed node's units back to it
  *   stripe-cache.c       guest requests through the writeback cache, and
  *                        its lifecycle
  *   stripe-cache-jobs.c  running the cache's writeback and prefetch jobs
@@ -48,6 +51,10 @@
 #define STRIPE_OPT_RA_MAX_BYTES         "readahead-max-bytes"
 #define STRIPE_OPT_RA_DISABLE_AFTER     "readahead-disable-after-bytes"
 #define STRIPE_MAX_DIRTY_AGE_SECS       3600
+/* Replicated images: when a node that does not answer is given up on. */
+#define STRIPE_OPT_NODE_TIMEOUT         "node-timeout"
+#define STRIPE_DEFAULT_NODE_TIMEOUT_NS  (15 * NANOSECONDS_PER_SECOND)
+#define STRIPE_MAX_NODE_TIMEOUT_SECS    3600
 
 /* Jobs taken from the core under one hold of its lock. */
 #define STRIPE_CACHE_KICK_BATCH         16
@@ -91,7 +98,10 @@
  * Locks, in the order they are taken:
  *   1. BDRVStripeState.resize_lock (CoMutex): resize and growth, held
  *      across their node IO;
- *   2. StripeCache.lock (StripeCacheLock, a QemuMutex): the
+ *   2. BDRVStripeState.health_lock (CoMutex): marking a node failed and
+ *      every header rewrite, held across the header writes; taken from
+ *      IO paths (a node request failed), so never held across data IO;
+ *   3. StripeCache.lock (StripeCacheLock, a QemuMutex): the
  *      cache.  Innermost: nothing else is taken while it is held, it is
  *      never held across a yield or a call into the block layer
  *      (qemu_co_queue_wait() drops it while it waits), and it covers the
@@ -169,12 +179,30 @@ typedef struct StripeCache {
 } StripeCache;
 
 /*
+ * Per node, replicated images: counters read by query-blockstats, atomic.
+ */
+typedef struct StripeNodeHealth {
+    uint64_t in_flight;         /* node requests now, to pick a read copy */
+    uint64_t errors;            /* node requests that failed */
+    uint64_t timeouts;          /* ... that were given up on */
+    uint64_t outstanding;       /* given up on and not answered yet */
+} StripeNodeHealth;
+
+/*
  * BDRVStripeState: set at open and fixed while the node is open, except
  *   - geo.virtual_size: written under @resize_lock, read without a lock
  *     with qatomic_read_u64() (a stale value only sends a write through
  *     stripe_co_grow(), which looks again under the lock);
- *   - generation, stale[]: under @resize_lock (resize, growth, migration's
- *     reload of the headers; qemu-img check runs with no other user);
+ *   - generation, stale[]: under @health_lock (resize, growth, failure
+ *     marking, migration's reload of the headers; qemu-img check runs
+ *     with no other user);
+ *   - failed, failed_durable: written under @health_lock, read without a
+ *     lock (qatomic_read): a request that saw a node live may still write
+ *     to it after it was marked, which is harmless, and a write that
+ *     skipped a failed node is acknowledged only once the marking is in
+ *     the headers (stripe_co_mark_failed());
+ *   - health[]: atomic counters;
+ *   - node_timeout_ns: open and reopen commit, read atomically;
  *   - max_node_request: refresh_limits, main loop, drained;
  *   - cache, cache_opts: open, reopen commit and close, main loop, with the
  *     node drained, so that no request sees the cache change under it.
@@ -183,7 +211,12 @@ typedef struct BDRVStripeState {
     StripeGeometry geo;
     uint8_t uuid[16];
     uint64_t generation;
-    CoMutex resize_lock;        /* around changes of size and generation */
+    CoMutex resize_lock;        /* around changes of size */
+    CoMutex health_lock;        /* around failure marking, header writes */
+    uint64_t failed;            /* bit per node index: marked failed */
+    uint64_t failed_durable;    /* ... and so in the live nodes' headers */
+    StripeNodeHealth *health;   /* per node index */
+    int64_t node_timeout_ns;    /* replicated images; 0: wait forever */
     uint32_t node_count;
     BdrvChild **nodes;          /* indexed by node index (assembled order) */
     uint32_t *given_pos;        /* nodes[i] was the given_pos[i]-th node */
@@ -197,6 +230,8 @@ typedef struct BDRVStripeState {
 extern QemuOptsList stripe_runtime_opts;
 extern const char *const stripe_mutable_opts[];
 bool stripe_parse_cache_options(QemuOpts *opts, SCOptions *o, Error **errp);
+bool stripe_parse_node_timeout(QemuOpts *opts, int64_t *timeout_ns,
+                               Error **errp);
 
 /* stripe-header.c */
 int GRAPH_RDLOCK stripe_assemble_nodes(BlockDriverState *bs,
@@ -242,7 +277,13 @@ typedef enum StripeOp {
     STRIPE_OP_WRITE,
     STRIPE_OP_ZEROES,
     STRIPE_OP_DISCARD,
+    STRIPE_OP_FLUSH,            /* a whole node: stripe_node_request() only */
 } StripeOp;
+
+int coroutine_fn GRAPH_RDLOCK
+stripe_node_request(BdrvChild *child, StripeOp op, int64_t node_offset,
+                    int64_t bytes, QEMUIOVector *qiov, size_t qiov_offset,
+                    BdrvRequestFlags flags);
 
 int coroutine_fn GRAPH_RDLOCK
 stripe_co_rw(BlockDriverState *bs, StripeOp op, int64_t offset,
@@ -306,6 +347,35 @@ void stripe_cache_completed(StripeCache *c, StripeJobBatch *b)
 int coroutine_fn stripe_cache_wait_ticket(BlockDriverState *bs,
                                           StripeCache *c, SCFlush *ticket)
     TSA_REQUIRES(c->lock);
+
+/* stripe-health.c */
+static inline bool stripe_node_failed(BDRVStripeState *s, uint32_t node)
+{
+    return (qatomic_read(&s->failed) >> node) & 1;
+}
+
+int coroutine_fn GRAPH_RDLOCK
+stripe_co_mark_failed(BlockDriverState *bs, uint32_t node, int err);
+int coroutine_fn GRAPH_RDLOCK
+stripe_co_mark_live(BlockDriverState *bs, uint32_t node, Error **errp);
+int coroutine_fn GRAPH_RDLOCK
+stripe_co_node_request_counted(BlockDriverState *bs, uint32_t node,
+                               StripeOp op, int64_t node_offset,
+                               int64_t bytes, QEMUIOVector *qiov,
+                               BdrvRequestFlags flags);
+
+/* stripe-rebuild.c */
+int coroutine_fn GRAPH_RDLOCK
+stripe_co_rebuild_node(BlockDriverState *bs, uint32_t node, uint64_t *units,
+                       Error **errp);
+
+/* stripe-deadline.c */
+int coroutine_fn GRAPH_RDLOCK
+stripe_co_node_request_deadline(BlockDriverState *bs, uint32_t node,
+                                StripeOp op, int64_t node_offset,
+                                int64_t bytes, QEMUIOVector *qiov,
+                                BdrvRequestFlags flags, int64_t timeout_ns);
+void stripe_wait_outstanding(BlockDriverState *bs);
 
 /* stripe-stats.c */
 BlockStatsSpecific *stripe_get_specific_stats(BlockDriverState *bs);

@@ -41,11 +41,14 @@ class Daemon(QemuProcess):
         h.connect_uri(self.uri)
         return h
 
-    def cache_stats(self):
+    def stripe_stats(self):
         for s in self.qmp.cmd('query-blockstats', **{'query-nodes': True}):
             if s.get('node-name') == NODE_NAME:
-                return s['driver-specific']['cache']
+                return s['driver-specific']
         return {}
+
+    def cache_stats(self):
+        return self.stripe_stats().get('cache', {})
 
 
 def wait_closed(h, timeout):

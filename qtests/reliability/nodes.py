@@ -75,9 +75,10 @@ class Pool:
         urls = [self.urls[i] for i in (order or range(len(self.urls)))]
         return 'stripe:' + '|'.join(urls) + ('|' if len(urls) == 1 else '')
 
-    def create(self, size, unit='64k'):
+    def create(self, size, unit='64k', copies=1):
         run([paths.QEMU_IMG, 'create', '-q', '-f', 'stripe', '-o',
-             'stripe-unit=%s,force=on' % unit, self.filename(), str(size)])
+             'stripe-unit=%s,force=on,copies=%d' % (unit, copies),
+             self.filename(), str(size)])
 
     def harness(self, op, node):
         run([paths.HARNESS, op, '--pool-dir', self.dir, '--node', str(node)])
@@ -106,11 +107,16 @@ class Pool:
 
 
 class NodeView:
-    """The virtual disk as the LUN files hold it right now."""
+    """The virtual disk as the LUN files hold it right now.  With several
+    copies (docs/layout.md), read() reads a given copy of every unit, or
+    the first copy not on a node that the newest headers list as failed.
+    """
 
     def __init__(self, files):
         self.fds = {}
         count = unit = offset = None
+        newest = -1
+        self.failed = 0
         for f in files:
             with open(f, 'rb') as fh:
                 hdr = fh.read(512)
@@ -120,25 +126,45 @@ class NodeView:
                 raise NodeError('%s: header checksum mismatch' % f)
             index, count, unit, self.size, offset = \
                 struct.unpack_from('<IIQQQ', hdr, 32)
+            incompat, generation, copies, _, failed = \
+                struct.unpack_from('<QQIIQ', hdr, 72)
+            self.copies = copies if incompat & 1 else 1
+            if generation > newest:
+                newest, self.failed = generation, failed
             self.fds[index] = f
         if sorted(self.fds) != list(range(count)):
             raise NodeError('node indexes %s, expected 0..%d' %
                             (sorted(self.fds), count - 1))
         self.count, self.unit, self.data_offset = count, unit, offset
 
-    def read(self, offset, length):
+    def place(self, k, copy):
+        """Node and node offset of copy @copy of unit @k."""
+        row, column = divmod(k, self.count)
+        shift = 0
+        if copy:
+            shift = copy + row % (self.count - self.copies + 1)
+        return ((column + shift) % self.count,
+                self.data_offset + (row * self.copies + copy) * self.unit)
+
+    def live_copy(self, k):
+        for copy in range(self.copies):
+            if not (self.failed >> self.place(k, copy)[0]) & 1:
+                return copy
+        raise NodeError('unit %d has no live copy' % k)
+
+    def read(self, offset, length, copy=None):
         out = bytearray()
         handles = {}
         try:
             while length > 0:
                 k, within = divmod(offset, self.unit)
                 n = min(length, self.unit - within)
-                node = k % self.count
+                node, node_offset = self.place(
+                    k, self.live_copy(k) if copy is None else copy)
                 if node not in handles:
                     handles[node] = open(self.fds[node], 'rb')
                 fh = handles[node]
-                fh.seek(self.data_offset + (k // self.count) * self.unit +
-                        within)
+                fh.seek(node_offset + within)
                 data = fh.read(n)
                 out += data + bytes(n - len(data))
                 offset += n

@@ -1,0 +1,150 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Block driver "stripe": replicated images keep serving when a node fails.
+ *
+ * A node whose request fails (an error, or no answer within node-timeout)
+ * is marked failed, like md marks a faulty member: the headers of the
+ * live nodes are rewritten with a new generation and the node in their
+ * list of failed nodes.  From then on the node is neither read nor
+ * written; its copies are served by the others.  Its own header is left
+ * as it was, older than theirs, so that open knows it is out of date even
+ * if it answers again (stripe_assemble()).
+ *
+ * A node is marked only while every stripe unit keeps a copy on a live
+ * node; a failure that would lose the last copy of some unit fails the
+ * request with the node's error instead, and werror/rerror apply.
+ *
+ * A write that skipped a failed node is acknowledged only once the marking
+ * is in the headers: after a crash, a node that missed acknowledged writes
+ * must never be taken for live.
+ */
+
+#include "qemu/osdep.h"
+#include "block/block-io.h"
+#include "block/block_int.h"
+#include "qapi/error.h"
+#include "qemu/error-report.h"
+#include "stripe.h"
+#include "trace.h"
+
+/* One node request, counted for the choice of a read copy. */
+int coroutine_fn GRAPH_RDLOCK
+stripe_co_node_request_counted(BlockDriverState *bs, uint32_t node,
+                               StripeOp op, int64_t node_offset,
+                               int64_t bytes, QEMUIOVector *qiov,
+                               BdrvRequestFlags flags)
+{
+    BDRVStripeState *s = bs->opaque;
+    StripeNodeHealth *h = &s->health[node];
+    int ret;
+
+    qatomic_inc(&h->in_flight);
+    ret = stripe_node_request(s->nodes[node], op, node_offset, bytes, qiov,
+                              0, flags);
+    qatomic_dec(&h->in_flight);
+    if (ret < 0) {
+        qatomic_inc(&h->errors);
+    }
+    return ret;
+}
+
+/* Write the generation and the failed nodes into every live header. */
+static int coroutine_fn GRAPH_RDLOCK
+stripe_co_write_marking(BlockDriverState *bs, Error **errp)
+{
+    BDRVStripeState *s = bs->opaque;
+    StripeHeader h;
+    uint32_t i;
+    int ret;
+
+    for (i = 0; i < s->node_count; i++) {
+        if (stripe_node_failed(s, i)) {
+            continue;
+        }
+        stripe_header_for_node(s, i, &h);
+        ret = stripe_co_write_header(s->nodes[i], &h, errp);
+        if (ret < 0) {
+            return ret;
+        }
+        s->stale[i] = false;
+    }
+    return 0;
+}
+
+/*
+ * Node @node failed a request with @err (or was given up on: -ETIMEDOUT).
+ * Returns 0 once it is marked failed in the live nodes' headers, so that
+ * the request may go on without it; @err when it cannot be marked (one
+ * copy only, or it holds the last live copy of some unit); the error of
+ * the header write when that failed.  Also called, with any @err, for a
+ * node that is failed already, to make sure the marking is written.
+ */
+int coroutine_fn GRAPH_RDLOCK
+stripe_co_mark_failed(BlockDriverState *bs, uint32_t node, int err)
+{
+    BDRVStripeState *s = bs->opaque;
+    uint64_t bit = UINT64_C(1) << node;
+    Error *local_err = NULL;
+    int ret;
+
+    if (qatomic_read(&s->failed_durable) & bit) {
+        return 0;
+    }
+    if (s->geo.copies == 1) {
+        return err;
+    }
+
+    QEMU_LOCK_GUARD(&s->health_lock);
+    if (s->failed_durable & bit) {
+        return 0;
+    }
+    if (!(s->failed & bit)) {
+        if (stripe_geometry_lost_unit(&s->geo, s->failed | bit, NULL)) {
+            trace_stripe_mark_failed_refused(bs, node, err);
+            return err;
+        }
+        qatomic_set(&s->failed, s->failed | bit);
+        error_report("stripe: node index %u (%s) failed (%s); the disk goes "
+                     "on with the other copies of its data", node,
+                     s->nodes[node]->bs->filename, strerror(-err));
+    }
+    s->generation++;
+    trace_stripe_mark_failed(bs, node, err, s->generation);
+    ret = stripe_co_write_marking(bs, &local_err);
+    if (ret < 0) {
+        error_report_err(local_err);
+        return ret;
+    }
+    qatomic_set(&s->failed_durable, s->failed);
+    return 0;
+}
+
+/*
+ * Node @node holds all its copies again (rebuilt): mark it live.  Its own
+ * header is written first, so that a crash in between leaves it newer
+ * than the headers that still list it, which then no longer count
+ * (stripe_assemble()).
+ */
+int coroutine_fn GRAPH_RDLOCK
+stripe_co_mark_live(BlockDriverState *bs, uint32_t node, Error **errp)
+{
+    BDRVStripeState *s = bs->opaque;
+    uint64_t bit = UINT64_C(1) << node;
+    StripeHeader h;
+    int ret;
+
+    QEMU_LOCK_GUARD(&s->health_lock);
+    qatomic_set(&s->failed_durable, s->failed_durable & ~bit);
+    qatomic_set(&s->failed, s->failed & ~bit);
+    s->generation++;
+    stripe_header_for_node(s, node, &h);
+    ret = stripe_co_write_header(s->nodes[node], &h, errp);
+    if (ret < 0) {
+        /* still listed as failed in the others' headers: stays failed */
+        qatomic_set(&s->failed, s->failed | bit);
+        qatomic_set(&s->failed_durable, s->failed_durable | bit);
+        return ret;
+    }
+    s->stale[node] = false;
+    return stripe_co_write_marking(bs, errp);
+}
