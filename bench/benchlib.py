@@ -73,9 +73,13 @@ class Pool:
         return 'stripe:' + '|'.join(self.urls) + \
             ('|' if len(self.urls) == 1 else '')
 
-    def create_stripe(self, size, unit):
+    def create_stripe(self, size, unit, copies=1):
         run([QEMU_IMG, 'create', '-f', 'stripe', '-o',
-             'stripe-unit=%d,force=on' % unit, self.filename(), str(size)])
+             'stripe-unit=%d,force=on,copies=%d' % (unit, copies),
+             self.filename(), str(size)])
+
+    def harness(self, op, node):
+        run([HARNESS, op, '--pool-dir', self.dir, '--node', str(node)])
 
     def stop(self):
         subprocess.run([HARNESS, 'stop', '--pool-dir', self.dir])

@@ -64,7 +64,7 @@ static void coroutine_fn stripe_deadline_entry(void *opaque)
     bdrv_graph_co_rdlock();
     r->ret = stripe_co_node_request_counted(r->bs, r->node, r->op,
                                             r->node_offset, r->bytes,
-                                            &r->qiov, r->flags);
+                                            &r->qiov, 0, r->flags);
     bdrv_graph_co_rdunlock();
     r->done = true;
     if (!r->given_up) {
@@ -82,7 +82,8 @@ int coroutine_fn GRAPH_RDLOCK
 stripe_co_node_request_deadline(BlockDriverState *bs, uint32_t node,
                                 StripeOp op, int64_t node_offset,
                                 int64_t bytes, QEMUIOVector *qiov,
-                                BdrvRequestFlags flags, int64_t timeout_ns)
+                                size_t qiov_offset, BdrvRequestFlags flags,
+                                int64_t timeout_ns)
 {
     BDRVStripeState *s = bs->opaque;
     StripeDeadlineReq *r = g_new0(StripeDeadlineReq, 1);
@@ -105,7 +106,7 @@ stripe_co_node_request_deadline(BlockDriverState *bs, uint32_t node,
         }
         qemu_iovec_init_buf(&r->qiov, r->buf, bytes);
         if (op == STRIPE_OP_WRITE) {
-            qemu_iovec_to_buf(qiov, 0, r->buf, bytes);
+            qemu_iovec_to_buf(qiov, qiov_offset, r->buf, bytes);
         }
     }
 
@@ -124,7 +125,7 @@ stripe_co_node_request_deadline(BlockDriverState *bs, uint32_t node,
     }
     ret = r->ret;
     if (op == STRIPE_OP_READ && ret >= 0) {
-        qemu_iovec_from_buf(qiov, 0, r->buf, bytes);
+        qemu_iovec_from_buf(qiov, qiov_offset, r->buf, bytes);
     }
     stripe_deadline_req_free(r);
     return ret;

@@ -32,7 +32,7 @@ int coroutine_fn GRAPH_RDLOCK
 stripe_co_node_request_counted(BlockDriverState *bs, uint32_t node,
                                StripeOp op, int64_t node_offset,
                                int64_t bytes, QEMUIOVector *qiov,
-                               BdrvRequestFlags flags)
+                               size_t qiov_offset, BdrvRequestFlags flags)
 {
     BDRVStripeState *s = bs->opaque;
     StripeNodeHealth *h = &s->health[node];
@@ -40,7 +40,7 @@ stripe_co_node_request_counted(BlockDriverState *bs, uint32_t node,
 
     qatomic_inc(&h->in_flight);
     ret = stripe_node_request(s->nodes[node], op, node_offset, bytes, qiov,
-                              0, flags);
+                              qiov_offset, flags);
     qatomic_dec(&h->in_flight);
     if (ret < 0) {
         qatomic_inc(&h->errors);

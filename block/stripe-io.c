@@ -69,8 +69,8 @@ stripe_node_request(BdrvChild *child, StripeOp op, int64_t node_offset,
 static int coroutine_fn GRAPH_RDLOCK
 stripe_co_replica_request(BlockDriverState *bs, uint32_t node, StripeOp op,
                           int64_t node_offset, int64_t bytes,
-                          QEMUIOVector *qiov, BdrvRequestFlags flags,
-                          uint64_t *failed_nodes)
+                          QEMUIOVector *qiov, size_t qiov_offset,
+                          BdrvRequestFlags flags, uint64_t *failed_nodes)
 {
     BDRVStripeState *s = bs->opaque;
     int64_t timeout_ns = qatomic_read(&s->node_timeout_ns);
@@ -78,11 +78,12 @@ stripe_co_replica_request(BlockDriverState *bs, uint32_t node, StripeOp op,
 
     if (timeout_ns) {
         ret = stripe_co_node_request_deadline(bs, node, op, node_offset,
-                                              bytes, qiov, flags,
-                                              timeout_ns);
+                                              bytes, qiov, qiov_offset,
+                                              flags, timeout_ns);
     } else {
         ret = stripe_co_node_request_counted(bs, node, op, node_offset,
-                                             bytes, qiov, flags);
+                                             bytes, qiov, qiov_offset,
+                                             flags);
     }
     if (ret >= 0 || ret == -ENOMEM) {
         return ret;
@@ -113,7 +114,7 @@ static int coroutine_fn GRAPH_RDLOCK stripe_task_entry(AioTask *task)
     if (s->geo.copies > 1) {
         ret = stripe_co_replica_request(t->bs, t->node, t->op,
                                         t->node_offset, t->bytes, &t->qiov,
-                                        t->flags, t->failed_nodes);
+                                        0, t->flags, t->failed_nodes);
     } else {
         ret = stripe_node_request(child, t->op, t->node_offset, t->bytes,
                                   &t->qiov, 0, t->flags);
@@ -199,11 +200,26 @@ stripe_co_rw_pieces(BlockDriverState *bs, StripeOp op, uint64_t avoid,
     uint32_t node, i;
     int ret = 0;
 
-    /* Fast path: one copy, one node and no splitting. */
+    /* Fast paths: one node request, no splitting and no task pool. */
     in_unit = stripe_map(&s->geo, offset, &node, &node_offset);
-    if (ncopies == 1 && bytes <= in_unit && bytes <= max_req) {
-        return stripe_node_request(s->nodes[node], op, node_offset, bytes,
-                                   qiov, qiov_offset, flags);
+    if (bytes <= in_unit && bytes <= max_req) {
+        uint32_t copy;
+
+        if (ncopies == 1) {
+            return stripe_node_request(s->nodes[node], op, node_offset,
+                                       bytes, qiov, qiov_offset, flags);
+        }
+        if (!all) {
+            if (!stripe_pick_copies(s, offset, avoid, false, &copy)) {
+                return -EIO;
+            }
+            stripe_map_copy(&s->geo, offset, copy, &node, &node_offset);
+            trace_stripe_node_request(bs, op, s->nodes[node]->bs->node_name,
+                                      node_offset, bytes);
+            return stripe_co_replica_request(bs, node, op, node_offset,
+                                             bytes, qiov, qiov_offset, flags,
+                                             failed_nodes);
+        }
     }
 
     /* a chunk per node and copy: chunks[node * ncopies + copy] */

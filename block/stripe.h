@@ -362,7 +362,7 @@ int coroutine_fn GRAPH_RDLOCK
 stripe_co_node_request_counted(BlockDriverState *bs, uint32_t node,
                                StripeOp op, int64_t node_offset,
                                int64_t bytes, QEMUIOVector *qiov,
-                               BdrvRequestFlags flags);
+                               size_t qiov_offset, BdrvRequestFlags flags);
 
 /* stripe-rebuild.c */
 int coroutine_fn GRAPH_RDLOCK
@@ -374,7 +374,8 @@ int coroutine_fn GRAPH_RDLOCK
 stripe_co_node_request_deadline(BlockDriverState *bs, uint32_t node,
                                 StripeOp op, int64_t node_offset,
                                 int64_t bytes, QEMUIOVector *qiov,
-                                BdrvRequestFlags flags, int64_t timeout_ns);
+                                size_t qiov_offset, BdrvRequestFlags flags,
+                                int64_t timeout_ns);
 void stripe_wait_outstanding(BlockDriverState *bs);
 
 /* stripe-stats.c */

@@ -228,9 +228,17 @@ class Cell:
 
 
 def node_image_ok(nodes, ref):
-    """None if the nodes (read without QEMU) hold the reference."""
+    """None if the nodes (read without QEMU) hold the reference: with
+    several copies, every copy of every unit, unless a node was marked
+    failed (then the copies on live nodes)."""
     view = nodes.view()
-    return ref.diff(view.read(0, ref.size))
+    if view.copies == 1 or view.failed:
+        return ref.diff(view.read(0, ref.size))
+    for copy in range(view.copies):
+        bad = ref.diff(view.read(0, ref.size, copy))
+        if bad:
+            return 'copy %d: %s' % (copy, bad)
+    return None
 
 
 def qemu_img(*args, timeout=300):

@@ -21,10 +21,12 @@ THROTTLE_GROUP = 'tg'
 
 
 class NodeSet:
-    def __init__(self, kind, workdir, count=4, node_size=32 << 20):
+    def __init__(self, kind, workdir, count=4, node_size=32 << 20,
+                 copies=1):
         if kind not in KINDS:
             raise ValueError('node kind must be one of %s' % ', '.join(KINDS))
         self.kind = kind
+        self.copies = copies
         self.workdir = workdir
         self.count = count
         self.pool = None
@@ -84,13 +86,14 @@ class NodeSet:
                 lun_bytes = os.path.getsize(f)
                 os.truncate(f, 0)
                 os.truncate(f, lun_bytes)
-            self.pool.create(size, unit)
+            self.pool.create(size, unit, copies=self.copies)
             return
         for f in self.files:
             if os.path.exists(f):
                 os.unlink(f)
         run([paths.QEMU_IMG, 'create', '-q', '-f', 'stripe', '-o',
-             'node-count=%d,stripe-unit=%s' % (self.count, unit),
+             'node-count=%d,stripe-unit=%s,copies=%d' % (self.count, unit,
+                                                         self.copies),
              'stripe:' + self.prefix, str(size)])
         if self.kind == 'nbd':
             self.start_nbd()
