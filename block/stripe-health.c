@@ -27,7 +27,7 @@
 #include "stripe.h"
 #include "trace.h"
 
-/* One node request, counted for the choice of a read copy. */
+/* One node request, counted for query-blockstats. */
 int coroutine_fn GRAPH_RDLOCK
 stripe_co_node_request_counted(BlockDriverState *bs, uint32_t node,
                                StripeOp op, int64_t node_offset,

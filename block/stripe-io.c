@@ -150,15 +150,20 @@ static void coroutine_fn stripe_chunk_submit(AioTaskPool *pool,
 
 /*
  * Which copies of a piece a request uses: every copy not on a node to
- * avoid (@all: writes), or the one on the least busy of those (reads; on
- * a tie the lowest copy, so that an idle disk reads primaries).  Returns
- * how many, their numbers in @copies.
+ * avoid (@all: writes), or the first of those (reads).  Returns how many,
+ * their numbers in @copies.
+ *
+ * A read always goes to the same copy while its node lives, not to the
+ * least busy one: after a crash, the copies of a range that had writes in
+ * flight may differ until they are resynced, and two reads of it must
+ * not see different data.  The primaries are spread over the nodes as in
+ * the single-copy layout, so reads lose no throughput against it.
  */
 static uint32_t stripe_pick_copies(BDRVStripeState *s, uint64_t offset,
                                    uint64_t avoid, bool all,
                                    uint32_t *copies)
 {
-    uint64_t best_load = UINT64_MAX, node_offset;
+    uint64_t node_offset;
     uint32_t copy, node, n = 0;
 
     for (copy = 0; copy < s->geo.copies; copy++) {
@@ -166,12 +171,9 @@ static uint32_t stripe_pick_copies(BDRVStripeState *s, uint64_t offset,
         if ((avoid >> node) & 1) {
             continue;
         }
-        if (all) {
-            copies[n++] = copy;
-        } else if (qatomic_read(&s->health[node].in_flight) < best_load) {
-            best_load = qatomic_read(&s->health[node].in_flight);
-            copies[0] = copy;
-            n = 1;
+        copies[n++] = copy;
+        if (!all) {
+            break;
         }
     }
     return n;
@@ -334,8 +336,8 @@ stripe_co_confirm_skipped(BlockDriverState *bs, uint64_t skipped)
  * With several copies, a write, zeroing or discard goes to every live
  * copy at once; a node that fails it is marked failed and the write
  * succeeds on the others (stripe-health.c).  A read is served by one copy
- * of each piece, the least busy; when a node fails it, the read is served
- * again without that node: the guest sees an error only when some piece
+ * of each piece, the first live one; when a node fails it, the read is
+ * served again without that node: the guest sees an error only when some piece
  * has no copy left (the node's error).
  */
 int coroutine_fn GRAPH_RDLOCK

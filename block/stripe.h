@@ -182,7 +182,7 @@ typedef struct StripeCache {
  * Per node, replicated images: counters read by query-blockstats, atomic.
  */
 typedef struct StripeNodeHealth {
-    uint64_t in_flight;         /* node requests now, to pick a read copy */
+    uint64_t in_flight;         /* node requests now */
     uint64_t errors;            /* node requests that failed */
     uint64_t timeouts;          /* ... that were given up on */
     uint64_t outstanding;       /* given up on and not answered yet */

@@ -175,6 +175,29 @@ class NodeView:
         return bytes(out)
 
 
+def sync_copies(files):
+    """Copy every unit's first live copy over its other copies, in the LUN
+    files, with no QEMU running: what a resync after a crash does (the
+    copies of a range with writes in flight may differ after it)."""
+    view = NodeView(files)
+    units = -(-view.size // view.unit)
+    handles = {i: open(view.fds[i], 'r+b') for i in view.fds}
+    try:
+        for k in range(units):
+            src = view.live_copy(k)
+            node, off = view.place(k, src)
+            handles[node].seek(off)
+            data = handles[node].read(view.unit)
+            for copy in range(view.copies):
+                node, off = view.place(k, copy)
+                if copy != src and not (view.failed >> node) & 1:
+                    handles[node].seek(off)
+                    handles[node].write(data)
+    finally:
+        for fh in handles.values():
+            fh.close()
+
+
 def wait_for(cond, timeout, step=0.05):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
