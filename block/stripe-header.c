@@ -118,6 +118,7 @@ int GRAPH_RDLOCK stripe_assemble_nodes(BlockDriverState *bs,
     s->geo = as.geo;
     memcpy(s->uuid, as.uuid, sizeof(s->uuid));
     s->generation = as.generation;
+    s->header_virtual_size = as.geo.virtual_size;
     s->node_count = count;
     s->nodes = g_new(BdrvChild *, count);
     s->given_pos = g_new(uint32_t, count);
@@ -212,6 +213,7 @@ stripe_co_reload_headers(BlockDriverState *bs, Error **errp)
     }
 
     s->generation = as.generation;
+    s->header_virtual_size = as.geo.virtual_size;
     for (i = 0; i < s->node_count; i++) {
         s->stale[i] = as.stale[i];
     }
@@ -235,7 +237,7 @@ void stripe_header_for_node(BDRVStripeState *s, uint32_t index,
         .node_index = index,
         .node_count = s->node_count,
         .stripe_unit = s->geo.stripe_unit,
-        .virtual_size = s->geo.virtual_size,
+        .virtual_size = s->header_virtual_size,
         .data_offset = s->geo.data_offset,
         .generation = s->generation,
         .copies = s->geo.copies,
@@ -264,29 +266,24 @@ stripe_co_write_header(BdrvChild *child, const StripeHeader *h, Error **errp)
 }
 
 /*
- * Rewrite the header of every live node for a new generation and a disk
- * of @size bytes, which need not be the size in use yet.  A failed node
- * keeps its older header, which says that it is out of date.  A failure
- * leaves the generation bumped, so that the next attempt writes a newer
- * one than any header this one wrote.
+ * Write the header of every live node: the current generation, the
+ * failed nodes and the size in the headers.  A failed node keeps its
+ * older header, which says that it is out of date.  Called with
+ * @health_lock held.
  */
 int coroutine_fn GRAPH_RDLOCK
-stripe_co_write_all_headers(BlockDriverState *bs, uint64_t size,
-                            Error **errp)
+stripe_co_write_live_headers(BlockDriverState *bs, Error **errp)
 {
     BDRVStripeState *s = bs->opaque;
     StripeHeader h;
     uint32_t i;
     int ret;
 
-    QEMU_LOCK_GUARD(&s->health_lock);
-    s->generation++;
     for (i = 0; i < s->node_count; i++) {
         if (stripe_node_failed(s, i)) {
             continue;
         }
         stripe_header_for_node(s, i, &h);
-        h.virtual_size = size;
         ret = stripe_co_write_header(s->nodes[i], &h, errp);
         if (ret < 0) {
             return ret;
@@ -294,6 +291,24 @@ stripe_co_write_all_headers(BlockDriverState *bs, uint64_t size,
         s->stale[i] = false;
     }
     return 0;
+}
+
+/*
+ * Rewrite the live nodes' headers for a new generation and a disk of
+ * @size bytes, which need not be the size in use yet.  A failure leaves
+ * the generation bumped, so that the next attempt writes a newer one than
+ * any header this one wrote.
+ */
+int coroutine_fn GRAPH_RDLOCK
+stripe_co_write_all_headers(BlockDriverState *bs, uint64_t size,
+                            Error **errp)
+{
+    BDRVStripeState *s = bs->opaque;
+
+    QEMU_LOCK_GUARD(&s->health_lock);
+    s->generation++;
+    s->header_virtual_size = size;
+    return stripe_co_write_live_headers(bs, errp);
 }
 
 /*

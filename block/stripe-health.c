@@ -48,29 +48,6 @@ stripe_co_node_request_counted(BlockDriverState *bs, uint32_t node,
     return ret;
 }
 
-/* Write the generation and the failed nodes into every live header. */
-static int coroutine_fn GRAPH_RDLOCK
-stripe_co_write_marking(BlockDriverState *bs, Error **errp)
-{
-    BDRVStripeState *s = bs->opaque;
-    StripeHeader h;
-    uint32_t i;
-    int ret;
-
-    for (i = 0; i < s->node_count; i++) {
-        if (stripe_node_failed(s, i)) {
-            continue;
-        }
-        stripe_header_for_node(s, i, &h);
-        ret = stripe_co_write_header(s->nodes[i], &h, errp);
-        if (ret < 0) {
-            return ret;
-        }
-        s->stale[i] = false;
-    }
-    return 0;
-}
-
 /*
  * Node @node failed a request with @err (or was given up on: -ETIMEDOUT).
  * Returns 0 once it is marked failed in the live nodes' headers, so that
@@ -110,7 +87,7 @@ stripe_co_mark_failed(BlockDriverState *bs, uint32_t node, int err)
     }
     s->generation++;
     trace_stripe_mark_failed(bs, node, err, s->generation);
-    ret = stripe_co_write_marking(bs, &local_err);
+    ret = stripe_co_write_live_headers(bs, &local_err);
     if (ret < 0) {
         error_report_err(local_err);
         return ret;
@@ -146,5 +123,5 @@ stripe_co_mark_live(BlockDriverState *bs, uint32_t node, Error **errp)
         return ret;
     }
     s->stale[node] = false;
-    return stripe_co_write_marking(bs, errp);
+    return stripe_co_write_live_headers(bs, errp);
 }

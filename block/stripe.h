@@ -193,9 +193,9 @@ typedef struct StripeNodeHealth {
  *   - geo.virtual_size: written under @resize_lock, read without a lock
  *     with qatomic_read_u64() (a stale value only sends a write through
  *     stripe_co_grow(), which looks again under the lock);
- *   - generation, stale[]: under @health_lock (resize, growth, failure
- *     marking, migration's reload of the headers; qemu-img check runs
- *     with no other user);
+ *   - generation, header_virtual_size, stale[]: under @health_lock
+ *     (resize, growth, failure marking, migration's reload of the
+ *     headers; qemu-img check runs with no other user);
  *   - failed, failed_durable: written under @health_lock, read without a
  *     lock (qatomic_read): a request that saw a node live may still write
  *     to it after it was marked, which is harmless, and a write that
@@ -211,6 +211,8 @@ typedef struct BDRVStripeState {
     StripeGeometry geo;
     uint8_t uuid[16];
     uint64_t generation;
+    /* the size in the headers: ahead of geo's while a resize runs */
+    uint64_t header_virtual_size;
     CoMutex resize_lock;        /* around changes of size */
     CoMutex health_lock;        /* around failure marking, header writes */
     uint64_t failed;            /* bit per node index: marked failed */
@@ -244,6 +246,8 @@ stripe_co_write_header(BdrvChild *child, const StripeHeader *h,
                        Error **errp);
 void stripe_header_for_node(BDRVStripeState *s, uint32_t index,
                             StripeHeader *h);
+int coroutine_fn GRAPH_RDLOCK
+stripe_co_write_live_headers(BlockDriverState *bs, Error **errp);
 int coroutine_fn GRAPH_RDLOCK
 stripe_co_write_all_headers(BlockDriverState *bs, uint64_t size,
                             Error **errp);
