@@ -20,8 +20,8 @@
 #define STRIPE_REBUILD_CHUNK    (1024 * 1024)
 
 /* A copy of unit @unit that is not on a failed node (there always is). */
-static uint32_t stripe_live_copy(BDRVStripeState *s, uint64_t unit,
-                                 uint32_t *node, uint64_t *node_offset)
+static void stripe_live_copy(BDRVStripeState *s, uint64_t unit,
+                             uint32_t *node, uint64_t *node_offset)
 {
     uint32_t copy;
 
@@ -29,37 +29,10 @@ static uint32_t stripe_live_copy(BDRVStripeState *s, uint64_t unit,
         stripe_map_copy(&s->geo, unit << s->geo.unit_shift, copy, node,
                         node_offset);
         if (!stripe_node_failed(s, *node)) {
-            return copy;
+            return;
         }
     }
     g_assert_not_reached();
-}
-
-/* Make @node big enough for the image, as resize does for the others. */
-static int coroutine_fn GRAPH_RDLOCK
-stripe_co_rebuild_fit(BlockDriverState *bs, uint32_t node, Error **errp)
-{
-    BDRVStripeState *s = bs->opaque;
-    BdrvChild *child = s->nodes[node];
-    uint64_t needed = stripe_node_size_needed(&s->geo);
-    int64_t len = bdrv_co_getlength(child->bs);
-    int ret;
-
-    if (len < 0) {
-        error_setg_errno(errp, -len, "stripe: cannot get the length of node "
-                         "index %u (%s)", node, child->bs->filename);
-        return len;
-    }
-    if (len >= needed) {
-        return 0;
-    }
-    ret = bdrv_co_truncate(child, needed, false, PREALLOC_MODE_OFF, 0, NULL);
-    if (ret < 0) {
-        error_setg(errp, "stripe: node index %u (%s) has %" PRId64 " bytes, "
-                   "the image needs %" PRIu64 " and the node cannot grow",
-                   node, child->bs->filename, len, needed);
-    }
-    return ret;
 }
 
 /* Copy the units with a copy on @node, @chunk bytes at a time. */
@@ -124,7 +97,7 @@ stripe_co_rebuild_node(BlockDriverState *bs, uint32_t node, uint64_t *units,
 
     assert(stripe_node_failed(s, node));
     *units = 0;
-    ret = stripe_co_rebuild_fit(bs, node, errp);
+    ret = stripe_co_fit_node(bs, node, s->geo.virtual_size, errp);
     if (ret < 0) {
         return ret;
     }

@@ -23,64 +23,88 @@
 #include "stripe.h"
 #include "trace.h"
 
+/* The length of node @i, or an error naming it. */
+static int64_t coroutine_fn GRAPH_RDLOCK
+stripe_co_node_length(BDRVStripeState *s, uint32_t i, Error **errp)
+{
+    int64_t len = bdrv_co_getlength(s->nodes[i]->bs);
+
+    if (len < 0) {
+        error_setg_errno(errp, -len, "stripe: cannot get the length of "
+                         "node index %u (%s)", i, s->nodes[i]->bs->filename);
+    }
+    return len;
+}
+
 /*
- * Make every node big enough for a disk of @size bytes: a node that is too
- * small is grown if it can be (a file).  @old_len, if not NULL, gets each
- * node's length from before.
+ * Make node @i big enough for a disk of @size bytes: grow it if it is too
+ * small and can grow (a file).  For a resize, and for the rebuild of a
+ * failed node, which a resize left alone.
+ */
+int coroutine_fn GRAPH_RDLOCK
+stripe_co_fit_node(BlockDriverState *bs, uint32_t i, uint64_t size,
+                   Error **errp)
+{
+    BDRVStripeState *s = bs->opaque;
+    StripeGeometry geo = s->geo;
+    uint64_t needed;
+    int64_t len;
+    int ret;
+
+    geo.virtual_size = size;
+    needed = stripe_node_size_needed(&geo);
+    len = stripe_co_node_length(s, i, errp);
+    if (len < 0) {
+        return len;
+    }
+    if (len >= needed) {
+        return 0;
+    }
+    ret = bdrv_co_truncate(s->nodes[i], needed, false, PREALLOC_MODE_OFF, 0,
+                           NULL);
+    if (ret < 0) {
+        error_setg(errp, "stripe: node index %u (%s) has %" PRId64
+                   " bytes, size %" PRIu64 " needs %" PRIu64 " per node,"
+                   " and the node cannot grow", i, s->nodes[i]->bs->filename,
+                   len, size, needed);
+    }
+    return ret;
+}
+
+/*
+ * Make every live node big enough for a disk of @size bytes.  @old_len,
+ * if not NULL, gets each node's length from before.  A failed node is
+ * left alone: its rebuild makes it fit.
  */
 static int coroutine_fn GRAPH_RDLOCK
 stripe_co_fit_nodes(BlockDriverState *bs, uint64_t size, int64_t *old_len,
                     Error **errp)
 {
     BDRVStripeState *s = bs->opaque;
-    StripeGeometry geo = s->geo;
-    uint64_t needed;
     uint32_t i;
     int ret;
 
-    geo.virtual_size = size;
-    needed = stripe_node_size_needed(&geo);
-    /* A failed node is left alone: its rebuild makes it fit. */
+    /* All of them before any node grows. */
     for (i = 0; i < s->node_count; i++) {
         int64_t len;
 
         if (stripe_node_failed(s, i)) {
             continue;
         }
-        len = bdrv_co_getlength(s->nodes[i]->bs);
-
+        len = stripe_co_node_length(s, i, errp);
         if (len < 0) {
-            error_setg_errno(errp, -len, "stripe: cannot get the length of "
-                             "node index %u (%s)", i,
-                             s->nodes[i]->bs->filename);
             return len;
         }
-        /* All of them before any node grows. */
         if (old_len) {
             old_len[i] = len;
         }
     }
     for (i = 0; i < s->node_count; i++) {
-        BdrvChild *child = s->nodes[i];
-        int64_t len;
-
         if (stripe_node_failed(s, i)) {
             continue;
         }
-        len = bdrv_co_getlength(child->bs);
-        if (len < 0) {
-            return len;
-        }
-        if (len >= needed) {
-            continue;
-        }
-        ret = bdrv_co_truncate(child, needed, false, PREALLOC_MODE_OFF, 0,
-                               NULL);
+        ret = stripe_co_fit_node(bs, i, size, errp);
         if (ret < 0) {
-            error_setg(errp, "stripe: node index %u (%s) has %" PRId64
-                       " bytes, size %" PRIu64 " needs %" PRIu64 " per node,"
-                       " and the node cannot grow", i, child->bs->filename,
-                       len, size, needed);
             return ret;
         }
     }

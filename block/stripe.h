@@ -262,6 +262,9 @@ stripe_co_truncate(BlockDriverState *bs, int64_t offset, bool exact,
                    Error **errp);
 int coroutine_fn GRAPH_RDLOCK stripe_co_grow(BlockDriverState *bs,
                                              uint64_t end);
+int coroutine_fn GRAPH_RDLOCK
+stripe_co_fit_node(BlockDriverState *bs, uint32_t i, uint64_t size,
+                   Error **errp);
 
 /* stripe-create.c */
 extern QemuOptsList stripe_create_opts;
