@@ -66,6 +66,14 @@ QemuOptsList stripe_create_opts = {
                     "3 (default 1: no redundancy)"
         },
         {
+            .name = STRIPE_OPT_BITMAP_REGION,
+            .type = QEMU_OPT_SIZE,
+            .help = "Replicated images: bytes of the disk per bit of the "
+                    "write-intent bitmap, a power of two from 64k to 1G "
+                    "(default 4M; 0: no bitmap, a failed node is rebuilt "
+                    "whole)"
+        },
+        {
             .name = STRIPE_OPT_EXISTING,
             .type = QEMU_OPT_BOOL,
             .help = "Keep the stripe image the nodes hold and format "
@@ -227,13 +235,42 @@ stripe_restore_nodes(BlockBackend **blks, const StripeNodeSaved *saved,
 }
 
 /*
+ * The write-intent bitmap of a new image: replicated images get one, of
+ * *@region bytes per bit when @has_region (0: no bitmap), else of the
+ * default size.  Returns NULL or a newly allocated message; *@region is
+ * then the region size, 0 for no bitmap.
+ */
+static char *stripe_create_bitmap_check(uint64_t size, uint64_t stripe_unit,
+                                        uint64_t copies, bool has_region,
+                                        uint64_t *region)
+{
+    if (copies == 1) {
+        if (*region) {
+            return g_strdup_printf("bitmap-region %" PRIu64 " needs copies "
+                                   "2 or 3: an image with one copy has "
+                                   "no copies to resync", *region);
+        }
+        return NULL;
+    }
+    if (!has_region) {
+        *region = STRIPE_DEFAULT_BITMAP_REGION;
+    }
+    if (!*region) {
+        return NULL;    /* no bitmap: a failed node needs a full rebuild */
+    }
+    return stripe_bitmap_check(size, *region, STRIPE_BITMAP_OFFSET,
+                               stripe_default_data_offset(stripe_unit));
+}
+
+/*
  * Format @count open nodes, in stripe order, as one new image.  @names
  * (optional) is how the user named them.
  */
 static int coroutine_fn GRAPH_UNLOCKED
 stripe_co_format(BlockDriverState **bss, const char *const *names,
                  uint32_t count, uint64_t size, uint64_t stripe_unit,
-                 uint32_t copies, bool force, Error **errp)
+                 uint32_t copies, bool has_bitmap_region,
+                 uint64_t bitmap_region, bool force, Error **errp)
 {
     g_autofree BlockBackend **blks = g_new0(BlockBackend *, count);
     g_autofree bool *grow = g_new0(bool, count);
@@ -249,7 +286,9 @@ stripe_co_format(BlockDriverState **bss, const char *const *names,
     uint32_t i, j;
     int ret = 0;
 
-    msg = stripe_geometry_check(size, stripe_unit, count, copies);
+    msg = stripe_geometry_check(size, stripe_unit, count, copies) ?:
+          stripe_create_bitmap_check(size, stripe_unit, copies,
+                                     has_bitmap_region, &bitmap_region);
     if (msg) {
         error_setg(errp, "stripe: %s", msg);
         return -EINVAL;
@@ -269,6 +308,9 @@ stripe_co_format(BlockDriverState **bss, const char *const *names,
     stripe_geometry_init(&geo, size, stripe_unit,
                          stripe_default_data_offset(stripe_unit), count);
     stripe_geometry_set_copies(&geo, copies);
+    if (bitmap_region) {
+        stripe_geometry_set_bitmap(&geo, bitmap_region);
+    }
     needed = stripe_node_size_needed(&geo);
     trace_stripe_create(count, size, stripe_unit);
 
@@ -317,10 +359,22 @@ stripe_co_format(BlockDriverState **bss, const char *const *names,
             .data_offset = geo.data_offset,
             .generation = 1,
             .copies = copies,
+            .incompat_features = bitmap_region ? STRIPE_INCOMPAT_BITMAP : 0,
+            .bitmap_region = geo.bitmap_region,
+            .bitmap_offset = geo.bitmap_offset,
         };
         memcpy(h.uuid, uuid.data, sizeof(h.uuid));
         stripe_header_encode(&h, buf);
-        ret = blk_co_pwrite(blks[i], 0, sizeof(buf), buf, 0);
+        ret = 0;
+        if (bitmap_region) {
+            /* all of its room: a disk that grows finds its new bits clear */
+            ret = blk_co_pwrite_zeroes(blks[i], geo.bitmap_offset,
+                                       geo.data_offset - geo.bitmap_offset,
+                                       0);
+        }
+        if (ret == 0) {
+            ret = blk_co_pwrite(blks[i], 0, sizeof(buf), buf, 0);
+        }
         if (ret == 0) {
             ret = blk_co_flush(blks[i]);
         }
@@ -374,6 +428,7 @@ stripe_co_create(BlockdevCreateOptions *options, Error **errp)
                            opts->has_stripe_unit ? opts->stripe_unit :
                            STRIPE_DEFAULT_UNIT,
                            opts->has_copies ? opts->copies : 1,
+                           opts->has_bitmap_region, opts->bitmap_region,
                            opts->has_force && opts->force, errp);
 out:
     for (i = 0; i < count; i++) {
@@ -521,9 +576,9 @@ stripe_co_create_opts(BlockDriver *drv, const char *filename,
     g_auto(GStrv) names = NULL;
     g_autofree BlockDriverState **bss = NULL;
     g_autofree bool *created = NULL;
-    uint64_t size, stripe_unit, count64, copies;
+    uint64_t size, stripe_unit, count64, copies, bitmap_region;
     StripeGeometry geo;
-    bool force, has_unit;
+    bool force, has_unit, has_bitmap_region;
     uint32_t count, i;
     int ret = 0;
 
@@ -541,6 +596,8 @@ stripe_co_create_opts(BlockDriver *drv, const char *filename,
                                         STRIPE_DEFAULT_UNIT);
     count64 = qemu_opt_get_number_del(opts, STRIPE_OPT_NODE_COUNT, 0);
     copies = qemu_opt_get_number_del(opts, STRIPE_OPT_COPIES, 1);
+    has_bitmap_region = qemu_opt_get(opts, STRIPE_OPT_BITMAP_REGION) != NULL;
+    bitmap_region = qemu_opt_get_size_del(opts, STRIPE_OPT_BITMAP_REGION, 0);
     force = qemu_opt_get_bool_del(opts, STRIPE_OPT_FORCE, false);
     if (qemu_opt_get_bool_del(opts, STRIPE_OPT_EXISTING, false)) {
         return stripe_co_use_existing(filename, size,
@@ -567,7 +624,9 @@ stripe_co_create_opts(BlockDriver *drv, const char *filename,
     {
         g_autofree char *msg = stripe_geometry_check(size, stripe_unit,
                                                      count, MIN(copies,
-                                                     UINT32_MAX));
+                                                     UINT32_MAX)) ?:
+            stripe_create_bitmap_check(size, stripe_unit, copies,
+                                       has_bitmap_region, &bitmap_region);
         if (msg) {
             error_setg(errp, "stripe: %s", msg);
             return -EINVAL;
@@ -605,7 +664,8 @@ stripe_co_create_opts(BlockDriver *drv, const char *filename,
         }
     }
     ret = stripe_co_format(bss, (const char *const *)names, count, size,
-                           stripe_unit, copies, force, errp);
+                           stripe_unit, copies, has_bitmap_region,
+                           bitmap_region, force, errp);
 
 out:
     for (i = 0; i < count; i++) {

@@ -242,6 +242,9 @@ void stripe_header_for_node(BDRVStripeState *s, uint32_t index,
         .generation = s->generation,
         .copies = s->geo.copies,
         .failed = qatomic_read(&s->failed),
+        .incompat_features = s->geo.bitmap_region ? STRIPE_INCOMPAT_BITMAP : 0,
+        .bitmap_region = s->geo.bitmap_region,
+        .bitmap_offset = s->geo.bitmap_offset,
     };
     memcpy(h->uuid, s->uuid, sizeof(h->uuid));
 }
@@ -313,7 +316,8 @@ stripe_co_write_all_headers(BlockDriverState *bs, uint64_t size,
 
 /*
  * A failed node holds out of date data: an error, which -r all repairs
- * by rebuilding the node from the other copies.
+ * by rebuilding the node from the other copies (an image without a
+ * write-intent bitmap; with one, stripe_co_check_bitmap() resyncs).
  */
 static void coroutine_fn GRAPH_RDLOCK
 stripe_co_check_failed(BlockDriverState *bs, uint32_t i,
@@ -329,6 +333,9 @@ stripe_co_check_failed(BlockDriverState *bs, uint32_t i,
         result->corruptions++;
         return;
     }
+    if (s->geo.bitmap_region) {
+        return;
+    }
     fprintf(stderr, "Rebuilding node index %u (%s) from the other copies\n",
             i, s->nodes[i]->bs->filename);
     if (stripe_co_rebuild_node(bs, i, &units, &local_err) < 0) {
@@ -339,6 +346,44 @@ stripe_co_check_failed(BlockDriverState *bs, uint32_t i,
     fprintf(stderr, "Rebuilt node index %u: %" PRIu64 " stripe units "
             "copied\n", i, units);
     result->corruptions_fixed++;
+}
+
+/*
+ * Regions set in the write-intent bitmap may differ between copies (a
+ * crash with writes in flight), or be missing from a failed node: -r all
+ * resyncs them, and brings the failed nodes back.
+ */
+static void coroutine_fn GRAPH_RDLOCK
+stripe_co_check_bitmap(BlockDriverState *bs, BdrvCheckResult *result,
+                       BdrvCheckMode fix)
+{
+    BDRVStripeState *s = bs->opaque;
+    uint64_t dirty = stripe_bitmap_dirty_regions(s);
+    uint64_t failed = qatomic_read(&s->failed);
+    Error *local_err = NULL;
+
+    if (!s->geo.bitmap_region || (!dirty && !failed)) {
+        return;
+    }
+    /*
+     * Not an error on its own: reads take one copy until the resync (at
+     * the next writable open, or -r) has made the others agree.
+     */
+    fprintf(stderr, "%" PRIu64 " regions of %" PRIu64 " bytes are dirty in "
+            "the write-intent bitmap: %s\n", dirty, s->geo.bitmap_region,
+            failed ? "the failed nodes miss them" :
+            "their copies may differ (writes in flight at a crash)");
+    if (!(fix & BDRV_FIX_ERRORS)) {
+        return;
+    }
+    if (stripe_co_resync_offline(bs, &local_err) < 0) {
+        error_report_err(local_err);
+        result->corruptions++;
+        return;
+    }
+    fprintf(stderr, "Resynced: %" PRIu64 " bytes written to copies\n",
+            qatomic_read(&s->resync.bytes));
+    result->corruptions_fixed += ctpop64(failed);
 }
 
 int coroutine_fn GRAPH_RDLOCK
@@ -356,6 +401,7 @@ stripe_co_check(BlockDriverState *bs, BdrvCheckResult *result,
             stripe_co_check_failed(bs, i, result, fix);
         }
     }
+    stripe_co_check_bitmap(bs, result, fix);
     for (i = 0; i < s->node_count; i++) {
         g_autofree char *msg = NULL;
         bool bad;

@@ -29,9 +29,22 @@ typedef struct StripeTask {
     int64_t bytes;
     QEMUIOVector qiov;          /* read and write only */
     BdrvRequestFlags flags;
-    /* replicated images: the nodes that failed this request, if asked */
-    uint64_t *failed_nodes;
+    /* replicated images: what the node requests did, if asked */
+    struct StripeRwOut *out;
 } StripeTask;
+
+/* What the node requests of a replicated request did. */
+typedef struct StripeRwOut {
+    uint64_t failed_nodes;      /* the nodes that failed a request */
+    uint64_t bytes;             /* bytes the others moved */
+} StripeRwOut;
+
+/* Which copies of a piece a request uses (stripe_pick_copies()). */
+typedef enum StripePick {
+    STRIPE_PICK_FIRST,          /* reads: the first live copy */
+    STRIPE_PICK_ALL,            /* writes: every copy */
+    STRIPE_PICK_OTHERS,         /* resync: all but the first live copy */
+} StripePick;
 
 /*
  * One node request on one child.  The caller holds the graph lock.
@@ -70,7 +83,7 @@ static int coroutine_fn GRAPH_RDLOCK
 stripe_co_replica_request(BlockDriverState *bs, uint32_t node, StripeOp op,
                           int64_t node_offset, int64_t bytes,
                           QEMUIOVector *qiov, size_t qiov_offset,
-                          BdrvRequestFlags flags, uint64_t *failed_nodes)
+                          BdrvRequestFlags flags, StripeRwOut *out)
 {
     BDRVStripeState *s = bs->opaque;
     int64_t timeout_ns = qatomic_read(&s->node_timeout_ns);
@@ -86,11 +99,16 @@ stripe_co_replica_request(BlockDriverState *bs, uint32_t node, StripeOp op,
                                              flags);
     }
     if (ret >= 0 || ret == -ENOMEM) {
+        if (out && ret >= 0) {
+            qatomic_add(&out->bytes, bytes);
+        }
         return ret;
     }
-    if (failed_nodes) {
-        *failed_nodes |= UINT64_C(1) << node;
+    if (out) {
+        qatomic_or(&out->failed_nodes, UINT64_C(1) << node);
     }
+    /* a node being resynced that fails stays failed, unwritten */
+    qatomic_and(&s->resync.nodes, ~(UINT64_C(1) << node));
     if (op == STRIPE_OP_READ) {
         stripe_co_mark_failed(bs, node, ret);
         return ret;
@@ -114,7 +132,7 @@ static int coroutine_fn GRAPH_RDLOCK stripe_task_entry(AioTask *task)
     if (s->geo.copies > 1) {
         ret = stripe_co_replica_request(t->bs, t->node, t->op,
                                         t->node_offset, t->bytes, &t->qiov,
-                                        0, t->flags, t->failed_nodes);
+                                        0, t->flags, t->out);
     } else {
         ret = stripe_node_request(child, t->op, t->node_offset, t->bytes,
                                   &t->qiov, 0, t->flags);
@@ -150,8 +168,9 @@ static void coroutine_fn stripe_chunk_submit(AioTaskPool *pool,
 
 /*
  * Which copies of a piece a request uses: every copy not on a node to
- * avoid (@all: writes), or the first of those (reads).  Returns how many,
- * their numbers in @copies.
+ * avoid (writes), the first of those (reads), or every one but the first
+ * copy not on a failed node (a resync, which reads that one).  Returns
+ * how many, their numbers in @copies.
  *
  * A read always goes to the same copy while its node lives, not to the
  * least busy one: after a crash, the copies of a range that had writes in
@@ -160,19 +179,25 @@ static void coroutine_fn stripe_chunk_submit(AioTaskPool *pool,
  * the single-copy layout, so reads lose no throughput against it.
  */
 static uint32_t stripe_pick_copies(BDRVStripeState *s, uint64_t offset,
-                                   uint64_t avoid, bool all,
+                                   uint64_t avoid, StripePick pick,
                                    uint32_t *copies)
 {
-    uint64_t node_offset;
+    uint64_t node_offset, failed = qatomic_read(&s->failed);
     uint32_t copy, node, n = 0;
+    bool source_seen = false;
 
     for (copy = 0; copy < s->geo.copies; copy++) {
         stripe_map_copy(&s->geo, offset, copy, &node, &node_offset);
+        if (pick == STRIPE_PICK_OTHERS && !source_seen &&
+            !((failed >> node) & 1)) {
+            source_seen = true;
+            continue;
+        }
         if ((avoid >> node) & 1) {
             continue;
         }
         copies[n++] = copy;
-        if (!all) {
+        if (pick == STRIPE_PICK_FIRST) {
             break;
         }
     }
@@ -188,14 +213,13 @@ static uint32_t stripe_pick_copies(BDRVStripeState *s, uint64_t offset,
  */
 static int coroutine_fn GRAPH_RDLOCK
 stripe_co_rw_pieces(BlockDriverState *bs, StripeOp op, uint64_t avoid,
-                    int64_t offset, int64_t bytes, QEMUIOVector *qiov,
-                    size_t qiov_offset, BdrvRequestFlags flags,
-                    uint64_t *failed_nodes)
+                    StripePick pick, int64_t offset, int64_t bytes,
+                    QEMUIOVector *qiov, size_t qiov_offset,
+                    BdrvRequestFlags flags, StripeRwOut *out)
 {
     BDRVStripeState *s = bs->opaque;
     const uint32_t ncopies = s->geo.copies;
     const uint64_t max_req = s->max_node_request;
-    const bool all = op != STRIPE_OP_READ;
     g_autofree StripeChunk *chunks = NULL;
     AioTaskPool *pool;
     uint64_t node_offset, len, in_unit;
@@ -211,8 +235,8 @@ stripe_co_rw_pieces(BlockDriverState *bs, StripeOp op, uint64_t avoid,
             return stripe_node_request(s->nodes[node], op, node_offset,
                                        bytes, qiov, qiov_offset, flags);
         }
-        if (!all) {
-            if (!stripe_pick_copies(s, offset, avoid, false, &copy)) {
+        if (pick == STRIPE_PICK_FIRST) {
+            if (!stripe_pick_copies(s, offset, avoid, pick, &copy)) {
                 return -EIO;
             }
             stripe_map_copy(&s->geo, offset, copy, &node, &node_offset);
@@ -220,7 +244,7 @@ stripe_co_rw_pieces(BlockDriverState *bs, StripeOp op, uint64_t avoid,
                                       node_offset, bytes);
             return stripe_co_replica_request(bs, node, op, node_offset,
                                              bytes, qiov, qiov_offset, flags,
-                                             failed_nodes);
+                                             out);
         }
     }
 
@@ -236,7 +260,10 @@ stripe_co_rw_pieces(BlockDriverState *bs, StripeOp op, uint64_t avoid,
         len = MIN(bytes, in_unit);
         copies[0] = 0;
         if (ncopies > 1) {
-            n = stripe_pick_copies(s, offset, avoid, all, copies);
+            n = stripe_pick_copies(s, offset, avoid, pick, copies);
+            if (!n && pick == STRIPE_PICK_OTHERS) {
+                goto next;      /* no other copy to write */
+            }
             if (!n) {
                 ret = -EIO;
                 break;
@@ -263,7 +290,7 @@ stripe_co_rw_pieces(BlockDriverState *bs, StripeOp op, uint64_t avoid,
                     .node_offset = node_offset,
                     .bytes = 0,
                     .flags = flags,
-                    .failed_nodes = failed_nodes,
+                    .out = out,
                 };
                 t->qiov.nalloc = -1;
                 if (stripe_op_has_data(op)) {
@@ -282,6 +309,7 @@ stripe_co_rw_pieces(BlockDriverState *bs, StripeOp op, uint64_t avoid,
             }
             c->task->bytes += len;
         }
+next:
         if (stripe_op_has_data(op)) {
             qiov_offset += len;
         }
@@ -334,11 +362,12 @@ stripe_co_confirm_skipped(BlockDriverState *bs, uint64_t skipped)
 
 /*
  * With several copies, a write, zeroing or discard goes to every live
- * copy at once; a node that fails it is marked failed and the write
- * succeeds on the others (stripe-health.c).  A read is served by one copy
- * of each piece, the first live one; when a node fails it, the read is
- * served again without that node: the guest sees an error only when some piece
- * has no copy left (the node's error).
+ * copy at once (and to the nodes being resynced), once its regions are
+ * marked in the write-intent bitmap; a node that fails it is marked
+ * failed and the write succeeds on the others (stripe-health.c).  A read
+ * is served by one copy of each piece, the first live one; when a node
+ * fails it, the read is served again without that node: the guest sees
+ * an error only when some piece has no copy left (the node's error).
  */
 int coroutine_fn GRAPH_RDLOCK
 stripe_co_rw(BlockDriverState *bs, StripeOp op, int64_t offset,
@@ -352,42 +381,73 @@ stripe_co_rw(BlockDriverState *bs, StripeOp op, int64_t offset,
 
     trace_stripe_co_rw(bs, op, offset, bytes);
     if (s->geo.copies == 1) {
-        return stripe_co_rw_pieces(bs, op, 0, offset, bytes, qiov,
-                                   qiov_offset, flags, NULL);
+        return stripe_co_rw_pieces(bs, op, 0, STRIPE_PICK_ALL, offset, bytes,
+                                   qiov, qiov_offset, flags, NULL);
     }
     if (op != STRIPE_OP_READ) {
-        avoid = qatomic_read(&s->failed);
-        ret = stripe_co_rw_pieces(bs, op, avoid, offset, bytes, qiov,
-                                  qiov_offset, flags, NULL);
+        ret = stripe_bitmap_co_start_write(bs, offset, bytes);
+        if (ret < 0) {
+            return ret;
+        }
+        /* read after the marking, see stripe-resync.c */
+        avoid = qatomic_read(&s->failed) & ~qatomic_read(&s->resync.nodes);
+        ret = stripe_co_rw_pieces(bs, op, avoid, STRIPE_PICK_ALL, offset,
+                                  bytes, qiov, qiov_offset, flags, NULL);
+        stripe_bitmap_end_write(bs, offset, bytes);
         return ret < 0 ? ret : stripe_co_confirm_skipped(bs, avoid);
     }
     for (attempt = 0; attempt < s->geo.copies; attempt++) {
-        uint64_t failed_now = 0;
+        StripeRwOut out = { 0 };
         int err;
 
         err = stripe_co_rw_pieces(bs, op, qatomic_read(&s->failed) | tried,
-                                  offset, bytes, qiov, qiov_offset, flags,
-                                  &failed_now);
+                                  STRIPE_PICK_FIRST, offset, bytes, qiov,
+                                  qiov_offset, flags, &out);
         if (err >= 0) {
             return err;
         }
         /* the node's own error, not the -EIO of a piece left without */
-        if (!failed_now) {
+        if (!out.failed_nodes) {
             return attempt ? ret : err;
         }
         ret = err;
-        tried |= failed_now;
+        tried |= out.failed_nodes;
         trace_stripe_read_copy_failed(bs, offset, bytes, attempt, ret);
     }
     return ret;
 }
 
 /*
- * Flush every node, all at once; returns the first error.  A replicated
- * image flushes its live nodes: a node that fails the flush is marked
- * failed, and the flush succeeds without it.
+ * A resync: write the range to every copy but the one a read takes, on
+ * the live nodes and those being resynced.  *@written counts the bytes.
  */
-int coroutine_fn GRAPH_RDLOCK stripe_co_flush_nodes(BlockDriverState *bs)
+int coroutine_fn GRAPH_RDLOCK
+stripe_co_write_other_copies(BlockDriverState *bs, int64_t offset,
+                             int64_t bytes, QEMUIOVector *qiov,
+                             uint64_t *written)
+{
+    BDRVStripeState *s = bs->opaque;
+    uint64_t avoid;
+    StripeRwOut out = { 0 };
+    int ret;
+
+    avoid = qatomic_read(&s->failed) & ~qatomic_read(&s->resync.nodes);
+    ret = stripe_co_rw_pieces(bs, STRIPE_OP_WRITE, avoid, STRIPE_PICK_OTHERS,
+                              offset, bytes, qiov, 0, 0, &out);
+    *written += out.bytes;
+    return ret < 0 ? ret : stripe_co_confirm_skipped(bs, avoid);
+}
+
+/*
+ * Run @op at the same node offset of every node, all at once; returns
+ * the first error.  A replicated image uses its live nodes: a node that
+ * fails is marked failed, and the request succeeds without it.  @qiov is
+ * used for writes only, and is the same for every node.
+ */
+int coroutine_fn GRAPH_RDLOCK
+stripe_co_each_node(BlockDriverState *bs, StripeOp op, int64_t node_offset,
+                    int64_t bytes, QEMUIOVector *qiov,
+                    BdrvRequestFlags flags)
 {
     BDRVStripeState *s = bs->opaque;
     uint64_t skipped = qatomic_read(&s->failed);
@@ -395,9 +455,9 @@ int coroutine_fn GRAPH_RDLOCK stripe_co_flush_nodes(BlockDriverState *bs)
     uint32_t i;
     int ret;
 
-    trace_stripe_flush_nodes(bs, s->node_count);
     if (s->node_count == 1) {
-        return bdrv_co_flush(s->nodes[0]->bs);
+        return stripe_node_request(s->nodes[0], op, node_offset, bytes, qiov,
+                                   0, flags);
     }
     pool = aio_task_pool_new(s->node_count);
     for (i = 0; i < s->node_count; i++) {
@@ -411,15 +471,43 @@ int coroutine_fn GRAPH_RDLOCK stripe_co_flush_nodes(BlockDriverState *bs)
             .task.func = stripe_task_entry,
             .bs = bs,
             .node = i,
-            .op = STRIPE_OP_FLUSH,
+            .op = op,
+            .node_offset = node_offset,
+            .bytes = bytes,
+            .flags = flags,
         };
         t->qiov.nalloc = -1;
+        if (stripe_op_has_data(op)) {
+            qemu_iovec_init(&t->qiov, qiov->niov);
+            qemu_iovec_concat(&t->qiov, qiov, 0, bytes);
+        }
         aio_task_pool_start_task(pool, &t->task);
     }
     aio_task_pool_wait_all(pool);
     ret = aio_task_pool_status(pool);
     aio_task_pool_free(pool);
     return ret < 0 ? ret : stripe_co_confirm_skipped(bs, skipped);
+}
+
+/*
+ * Flush every node, all at once; returns the first error.  A replicated
+ * image flushes its live nodes: a node that fails the flush is marked
+ * failed, and the flush succeeds without it.  Regions whose writes the
+ * flush put on every copy may leave the write-intent bitmap.
+ */
+int coroutine_fn GRAPH_RDLOCK stripe_co_flush_nodes(BlockDriverState *bs)
+{
+    BDRVStripeState *s = bs->opaque;
+    g_autofree unsigned long *clear = NULL;
+    int ret;
+
+    trace_stripe_flush_nodes(bs, s->node_count);
+    clear = stripe_bitmap_flush_begin(bs);
+    ret = stripe_co_each_node(bs, STRIPE_OP_FLUSH, 0, 0, NULL, 0);
+    if (ret == 0 && clear) {
+        ret = stripe_bitmap_co_flush_end(bs, clear);
+    }
+    return ret;
 }
 
 /* The largest request alignment of the nodes: requests must satisfy all. */

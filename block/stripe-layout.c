@@ -30,7 +30,9 @@
  *  88  copies              u32 (with STRIPE_INCOMPAT_COPIES, else zero)
  *  92  reserved, zero      u32
  *  96  failed              u64 (with STRIPE_INCOMPAT_COPIES, else zero)
- * 104  reserved, zero
+ * 104  bitmap_region       u64 (with STRIPE_INCOMPAT_BITMAP, else zero)
+ * 112  bitmap_offset       u64 (with STRIPE_INCOMPAT_BITMAP, else zero)
+ * 120  reserved, zero
  * 508  crc32 (zlib) of bytes 0..507
  */
 enum {
@@ -48,6 +50,8 @@ enum {
     OFF_GENERATION = 80,
     OFF_COPIES = 88,
     OFF_FAILED = 96,
+    OFF_BITMAP_REGION = 104,
+    OFF_BITMAP_OFFSET = 112,
     OFF_CRC = STRIPE_HEADER_SIZE - 4,
 };
 
@@ -114,6 +118,10 @@ void stripe_header_encode(const StripeHeader *h, uint8_t *buf)
         put_le32(buf + OFF_COPIES, h->copies);
         put_le64(buf + OFF_FAILED, h->failed);
     }
+    if (h->incompat_features & STRIPE_INCOMPAT_BITMAP) {
+        put_le64(buf + OFF_BITMAP_REGION, h->bitmap_region);
+        put_le64(buf + OFF_BITMAP_OFFSET, h->bitmap_offset);
+    }
     put_le32(buf + OFF_CRC, header_crc(buf));
 }
 
@@ -141,6 +149,32 @@ static void set_err(char **errmsg, const char *fmt, ...)
     va_start(ap, fmt);
     *errmsg = g_strdup_vprintf(fmt, ap);
     va_end(ap);
+}
+
+/* The bitmap fields: returns false with *errmsg set. */
+static bool header_bitmap_valid(const StripeHeader *h, char **errmsg)
+{
+    g_autofree char *msg = NULL;
+
+    if (!(h->incompat_features & STRIPE_INCOMPAT_BITMAP)) {
+        return true;
+    }
+    if (h->copies == 1) {
+        set_err(errmsg, "write-intent bitmap without copies");
+        return false;
+    }
+    if (h->bitmap_offset < h->header_size ||
+        h->bitmap_offset % STRIPE_BITMAP_BLOCK) {
+        set_err(errmsg, "invalid bitmap offset %" PRIu64, h->bitmap_offset);
+        return false;
+    }
+    msg = stripe_bitmap_check(h->virtual_size, h->bitmap_region,
+                              h->bitmap_offset, h->data_offset);
+    if (msg) {
+        set_err(errmsg, "invalid bitmap: %s", msg);
+        return false;
+    }
+    return true;
 }
 
 /* Field checks shared by decode; returns false with *errmsg set. */
@@ -188,7 +222,7 @@ static bool header_fields_valid(const StripeHeader *h, char **errmsg)
                 h->failed, h->node_index, h->node_count);
         return false;
     }
-    return true;
+    return header_bitmap_valid(h, errmsg);
 }
 
 StripeHeaderStatus stripe_header_decode(const uint8_t *buf, size_t len,
@@ -231,6 +265,10 @@ StripeHeaderStatus stripe_header_decode(const uint8_t *buf, size_t len,
                 get_le32(buf + OFF_COPIES) : 1;
     h->failed = h->incompat_features & STRIPE_INCOMPAT_COPIES ?
                 get_le64(buf + OFF_FAILED) : 0;
+    h->bitmap_region = h->incompat_features & STRIPE_INCOMPAT_BITMAP ?
+                       get_le64(buf + OFF_BITMAP_REGION) : 0;
+    h->bitmap_offset = h->incompat_features & STRIPE_INCOMPAT_BITMAP ?
+                       get_le64(buf + OFF_BITMAP_OFFSET) : 0;
 
     if (h->version != STRIPE_VERSION) {
         set_err(errmsg, "stripe header version %u is not supported "
@@ -283,6 +321,50 @@ char *stripe_geometry_check(uint64_t virtual_size, uint64_t stripe_unit,
     return NULL;
 }
 
+uint64_t stripe_bitmap_regions(uint64_t virtual_size, uint64_t region)
+{
+    return (virtual_size + region - 1) / region;
+}
+
+uint64_t stripe_bitmap_bytes(uint64_t virtual_size, uint64_t region)
+{
+    uint64_t bytes = (stripe_bitmap_regions(virtual_size, region) + 7) / 8;
+
+    return (bytes + STRIPE_BITMAP_BLOCK - 1) /
+           STRIPE_BITMAP_BLOCK * STRIPE_BITMAP_BLOCK;
+}
+
+char *stripe_bitmap_check(uint64_t virtual_size, uint64_t region,
+                          uint64_t bitmap_offset, uint64_t data_offset)
+{
+    uint64_t room, need;
+
+    if (!is_pow2(region) || region < STRIPE_MIN_BITMAP_REGION ||
+        region > STRIPE_MAX_BITMAP_REGION) {
+        return g_strdup_printf("bitmap-region %" PRIu64 " is not a power of "
+                               "two from %d to %" PRIu64 " bytes", region,
+                               STRIPE_MIN_BITMAP_REGION,
+                               STRIPE_MAX_BITMAP_REGION);
+    }
+    room = data_offset > bitmap_offset ? data_offset - bitmap_offset : 0;
+    need = stripe_bitmap_bytes(virtual_size, region);
+    if (need > room) {
+        return g_strdup_printf("size %" PRIu64 " with bitmap-region %"
+                               PRIu64 " needs a bitmap of %" PRIu64 " bytes, "
+                               "but the nodes have room for %" PRIu64 ": "
+                               "choose a larger bitmap-region",
+                               virtual_size, region, need, room);
+    }
+    return NULL;
+}
+
+void stripe_geometry_set_bitmap(StripeGeometry *g, uint64_t region)
+{
+    assert(g->copies > 1 && is_pow2(region));
+    g->bitmap_region = region;
+    g->bitmap_offset = STRIPE_BITMAP_OFFSET;
+}
+
 uint64_t stripe_default_data_offset(uint64_t stripe_unit)
 {
     return MAX(STRIPE_MIN_DATA_OFFSET, stripe_unit);
@@ -298,6 +380,8 @@ void stripe_geometry_init(StripeGeometry *g, uint64_t virtual_size,
     g->node_count = node_count;
     g->copies = 1;
     g->unit_shift = __builtin_ctzll(stripe_unit);
+    g->bitmap_region = 0;
+    g->bitmap_offset = 0;
 }
 
 void stripe_geometry_set_copies(StripeGeometry *g, uint32_t copies)
@@ -497,6 +581,16 @@ bool stripe_assemble(const StripeHeader *hdrs, const uint64_t *node_len,
                     hdrs[i].copies, ref->copies);
             return false;
         }
+        if (hdrs[i].bitmap_region != ref->bitmap_region ||
+            hdrs[i].bitmap_offset != ref->bitmap_offset) {
+            *errnode = i;
+            set_err(errmsg, "bitmap (region %" PRIu64 ", offset %" PRIu64
+                    ") disagrees with the other nodes (%" PRIu64 ", %"
+                    PRIu64 ")", hdrs[i].bitmap_region,
+                    hdrs[i].bitmap_offset, ref->bitmap_region,
+                    ref->bitmap_offset);
+            return false;
+        }
         /* One image has one header format: a mix is no image of ours. */
         if (hdrs[i].header_size != ref->header_size) {
             *errnode = i;
@@ -555,6 +649,8 @@ bool stripe_assemble(const StripeHeader *hdrs, const uint64_t *node_len,
     stripe_geometry_init(&out->geo, hdrs[newest].virtual_size,
                          ref->stripe_unit, ref->data_offset, count);
     stripe_geometry_set_copies(&out->geo, ref->copies);
+    out->geo.bitmap_region = ref->bitmap_region;
+    out->geo.bitmap_offset = ref->bitmap_offset;
     memcpy(out->uuid, ref->uuid, 16);
     out->generation = hdrs[newest].generation;
     out->split_brain = false;

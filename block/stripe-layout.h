@@ -38,6 +38,17 @@
 #define STRIPE_MAX_NODES        64
 #define STRIPE_MAX_COPIES       3
 #define STRIPE_MIN_DATA_OFFSET  (1024 * 1024)
+
+/*
+ * The write-intent bitmap: bit i (byte i / 8, bit i % 8) stands for the
+ * virtual bytes [i * region, (i + 1) * region).  It starts at
+ * STRIPE_BITMAP_OFFSET on every node, before the data, and is written in
+ * blocks of STRIPE_BITMAP_BLOCK bytes.
+ */
+#define STRIPE_BITMAP_OFFSET    4096
+#define STRIPE_BITMAP_BLOCK     4096
+#define STRIPE_MIN_BITMAP_REGION    (64 * 1024)
+#define STRIPE_MAX_BITMAP_REGION    (UINT64_C(1) << 30)
 /* Keeps every offset computation far from 64-bit overflow. */
 #define STRIPE_MAX_SIZE         (UINT64_C(1) << 60)
 
@@ -51,7 +62,15 @@
  * that does not know the bit refuses the image rather than misread it).
  */
 #define STRIPE_INCOMPAT_COPIES  (UINT64_C(1) << 0)
-#define STRIPE_INCOMPAT_KNOWN   STRIPE_INCOMPAT_COPIES
+/*
+ * STRIPE_INCOMPAT_BITMAP: a replicated image keeps a write-intent bitmap
+ * on every node (bitmap_offset, bitmap_region).  Incompatible because a
+ * writer that does not mark it would leave regions that differ between
+ * copies looking clean.
+ */
+#define STRIPE_INCOMPAT_BITMAP  (UINT64_C(1) << 1)
+#define STRIPE_INCOMPAT_KNOWN   (STRIPE_INCOMPAT_COPIES | \
+                                 STRIPE_INCOMPAT_BITMAP)
 #define STRIPE_COMPAT_KNOWN     UINT64_C(0)
 
 typedef struct StripeHeader {
@@ -72,6 +91,9 @@ typedef struct StripeHeader {
      * header had marked failed (their data is out of date); else zero.
      */
     uint64_t failed;
+    /* with STRIPE_INCOMPAT_BITMAP, else zero */
+    uint64_t bitmap_region;     /* bytes of guest data per bit */
+    uint64_t bitmap_offset;     /* where the bitmap starts on the node */
 } StripeHeader;
 
 typedef struct StripeGeometry {
@@ -81,6 +103,8 @@ typedef struct StripeGeometry {
     uint32_t node_count;
     uint32_t copies;            /* 1: RAID-0; at most node_count */
     unsigned unit_shift;        /* log2(stripe_unit) */
+    uint64_t bitmap_region;     /* 0: no write-intent bitmap */
+    uint64_t bitmap_offset;
 } StripeGeometry;
 
 typedef enum StripeHeaderStatus {
@@ -136,6 +160,26 @@ uint64_t stripe_map_copy(const StripeGeometry *g, uint64_t offset,
 void stripe_geometry_set_copies(StripeGeometry *g, uint32_t copies);
 
 /*
+ * The write-intent bitmap of an image of @virtual_size bytes with one bit
+ * per @region bytes: its number of bits, and its size on a node (whole
+ * STRIPE_BITMAP_BLOCKs).
+ */
+uint64_t stripe_bitmap_regions(uint64_t virtual_size, uint64_t region);
+uint64_t stripe_bitmap_bytes(uint64_t virtual_size, uint64_t region);
+
+/*
+ * Check a bitmap region size for an image of @virtual_size bytes whose
+ * bitmap starts at @bitmap_offset and data at @data_offset.  Returns NULL
+ * or a newly allocated message naming the option ("bitmap-region") or the
+ * size.
+ */
+char *stripe_bitmap_check(uint64_t virtual_size, uint64_t region,
+                          uint64_t bitmap_offset, uint64_t data_offset);
+
+/* A write-intent bitmap of @region bytes per bit (copies > 1 only). */
+void stripe_geometry_set_bitmap(StripeGeometry *g, uint64_t region);
+
+/*
  * Whether some stripe unit has no copy outside the nodes of @failed (a bit
  * per node index); if so, *@unit (if not NULL) is the first such unit.
  */
@@ -180,6 +224,7 @@ typedef struct StripeAssembly {
  * position of the offending node (or -1 for a problem of the whole set)
  * and *@errmsg a newly allocated explanation.
  *
+ * Every node must agree on the bitmap (region and offset).
  * Headers may differ only in virtual_size, generation and failed, after a
  * resize or a failure marking that was cut off or left a node behind; the
  * newest generation wins.  A node listed as failed by a node with a newer

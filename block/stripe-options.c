@@ -70,6 +70,13 @@ QemuOptsList stripe_runtime_opts = {
                     "does not answer is failed; 0 waits forever "
                     "(default 15)",
         },
+        {
+            .name = STRIPE_OPT_AUTO_RESYNC,
+            .type = QEMU_OPT_BOOL,
+            .help = "Replicated images: resync the regions of the "
+                    "write-intent bitmap, and bring failed nodes back, as "
+                    "soon as the image is writable (default on)",
+        },
         { /* end of list */ }
     },
 };
@@ -84,6 +91,7 @@ const char *const stripe_mutable_opts[] = {
     STRIPE_OPT_RA_MAX_BYTES,
     STRIPE_OPT_RA_DISABLE_AFTER,
     STRIPE_OPT_NODE_TIMEOUT,
+    STRIPE_OPT_AUTO_RESYNC,
     NULL
 };
 

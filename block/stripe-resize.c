@@ -84,6 +84,18 @@ stripe_co_fit_nodes(BlockDriverState *bs, uint64_t size, int64_t *old_len,
     uint32_t i;
     int ret;
 
+    if (s->geo.bitmap_region) {
+        g_autofree char *msg = stripe_bitmap_check(size, s->geo.bitmap_region,
+                                                   s->geo.bitmap_offset,
+                                                   s->geo.data_offset);
+        if (msg) {
+            error_setg(errp, "stripe: %s", msg);
+            return -EFBIG;
+        }
+        /* before anything writes past the old end, which it marks */
+        stripe_bitmap_co_grow(bs, size);
+    }
+
     /* All of them before any node grows. */
     for (i = 0; i < s->node_count; i++) {
         int64_t len;

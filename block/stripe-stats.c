@@ -53,6 +53,22 @@ static StripeCacheStats *stripe_cache_stats(StripeCache *c)
     return st;
 }
 
+static StripeBitmapStats *stripe_bitmap_stats(BDRVStripeState *s)
+{
+    StripeBitmapStats *st = g_new0(StripeBitmapStats, 1);
+
+    *st = (StripeBitmapStats) {
+        .dirty_regions = stripe_bitmap_dirty_regions(s),
+        .marks = qatomic_read(&s->bitmap.marks),
+        .clears = qatomic_read(&s->bitmap.clears),
+        .resync_active = qatomic_read(&s->resync.co) != NULL,
+        .resync_regions = qatomic_read(&s->resync.regions_total),
+        .resync_done = qatomic_read(&s->resync.regions_done),
+        .resync_bytes = qatomic_read(&s->resync.bytes),
+    };
+    return st;
+}
+
 BlockStatsSpecific *stripe_get_specific_stats(BlockDriverState *bs)
 {
     BDRVStripeState *s = bs->opaque;
@@ -68,14 +84,16 @@ BlockStatsSpecific *stripe_get_specific_stats(BlockDriverState *bs)
 
         *n = (StripeNodeStats) {
             .index = i,
-            .state = stripe_node_failed(s, i) ? STRIPE_NODE_STATE_FAILED
-                                              : STRIPE_NODE_STATE_LIVE,
+            .state = stripe_node_state(s, i),
             .in_flight = qatomic_read(&h->in_flight),
             .errors = qatomic_read(&h->errors),
             .timeouts = qatomic_read(&h->timeouts),
             .outstanding = qatomic_read(&h->outstanding),
         };
         QAPI_LIST_APPEND(tail, n);
+    }
+    if (s->geo.bitmap_region) {
+        stats->u.stripe.bitmap = stripe_bitmap_stats(s);
     }
     if (s->cache) {
         stats->u.stripe.cache = stripe_cache_stats(s->cache);

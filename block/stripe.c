@@ -104,6 +104,7 @@ static int stripe_open(BlockDriverState *bs, QDict *options, int flags,
         qemu_opts_del(opts);
         return -EINVAL;
     }
+    s->auto_resync = qemu_opt_get_bool(opts, STRIPE_OPT_AUTO_RESYNC, true);
     qemu_opts_del(opts);
 
     /*
@@ -175,7 +176,8 @@ static int stripe_open(BlockDriverState *bs, QDict *options, int flags,
 
     qemu_co_mutex_init(&s->resize_lock);
     qemu_co_mutex_init(&s->health_lock);
-    if (stripe_assemble_nodes(bs, given, count, errp) < 0) {
+    if (stripe_assemble_nodes(bs, given, count, errp) < 0 ||
+        stripe_bitmap_open(bs, errp) < 0) {
         goto fail;
     }
 
@@ -206,6 +208,7 @@ static int stripe_open(BlockDriverState *bs, QDict *options, int flags,
 
 fail:
     /* a failed open is not followed by stripe_close() */
+    stripe_bitmap_free(s);
     stripe_free_node_map(s);
     return -EINVAL;
 }
@@ -214,9 +217,11 @@ static void stripe_close(BlockDriverState *bs)
 {
     BDRVStripeState *s = bs->opaque;
 
+    stripe_resync_stop(bs);
     if (s->cache) {
         stripe_cache_close(bs);
     }
+    stripe_bitmap_close(bs);
     stripe_wait_outstanding(bs);
     stripe_free_node_map(s);
 }
@@ -250,6 +255,9 @@ static void GRAPH_RDLOCK stripe_refresh_limits(BlockDriverState *bs,
     bs->bl.max_pdiscard = 0;
     bs->bl.max_pwrite_zeroes = 0;
     bs->bl.opt_transfer = s->geo.stripe_unit * s->node_count;
+
+    /* A resync left by a crash or a failed node: its IO needs the above. */
+    stripe_resync_start(bs);
 }
 
 static int coroutine_fn GRAPH_RDLOCK
@@ -472,6 +480,10 @@ stripe_get_specific_info(BlockDriverState *bs, Error **errp)
         .data_offset = s->geo.data_offset,
         .generation = s->generation,
         .copies = s->geo.copies,
+        .has_bitmap_region = s->geo.bitmap_region != 0,
+        .bitmap_region = s->geo.bitmap_region,
+        .has_dirty_regions = s->geo.bitmap_region != 0,
+        .dirty_regions = stripe_bitmap_dirty_regions(s),
     };
     tail = &info->nodes;
     for (i = 0; i < s->node_count; i++) {
@@ -481,8 +493,7 @@ stripe_get_specific_info(BlockDriverState *bs, Error **errp)
         node->index = i;
         node->filename = g_strdup(s->nodes[i]->bs->filename);
         node->stale_header = s->stale[i];
-        node->state = stripe_node_failed(s, i) ? STRIPE_NODE_STATE_FAILED
-                                               : STRIPE_NODE_STATE_LIVE;
+        node->state = stripe_node_state(s, i);
         QAPI_LIST_APPEND(tail, node);
     }
 
@@ -557,6 +568,7 @@ typedef struct StripeReopenState {
     SCOptions opts;
     int64_t node_timeout_ns;
     bool cache_on;
+    bool auto_resync;
 } StripeReopenState;
 
 /*
@@ -579,9 +591,14 @@ static int stripe_reopen_prepare(BDRVReopenState *state,
     ok = qemu_opts_absorb_qdict(opts, state->options, errp) &&
          stripe_parse_cache_options(opts, &r->opts, errp) &&
          stripe_parse_node_timeout(opts, &r->node_timeout_ns, errp);
+    r->auto_resync = qemu_opt_get_bool(opts, STRIPE_OPT_AUTO_RESYNC, true);
     qemu_opts_del(opts);
     if (!ok) {
         return -EINVAL;
+    }
+    if (!(state->flags & BDRV_O_RDWR) || !r->auto_resync) {
+        /* harmless if the reopen fails: the bits stay for the next one */
+        stripe_resync_stop(bs);
     }
     r->cache_on = !(state->flags & BDRV_O_NOCACHE);
     if (s->cache && (!r->cache_on || !(state->flags & BDRV_O_RDWR))) {
@@ -612,6 +629,7 @@ static void stripe_reopen_commit(BDRVReopenState *state)
     }
     s->cache_opts = r->opts;
     qatomic_set(&s->node_timeout_ns, r->node_timeout_ns);
+    qatomic_set(&s->auto_resync, r->auto_resync);
     g_free(r);
     state->opaque = NULL;
 }
@@ -626,6 +644,7 @@ static void stripe_drain_begin(BlockDriverState *bs)
 {
     BDRVStripeState *s = bs->opaque;
 
+    stripe_resync_pause(bs);
     if (s->cache) {
         stripe_cache_drain_begin(bs);
     }
@@ -638,6 +657,7 @@ static void stripe_drain_end(BlockDriverState *bs)
     if (s->cache) {
         stripe_cache_drain_end(bs);
     }
+    stripe_resync_resume(bs);
 }
 
 static void stripe_detach_aio_context(BlockDriverState *bs)
@@ -664,6 +684,8 @@ static int GRAPH_RDLOCK stripe_inactivate(BlockDriverState *bs)
 {
     BDRVStripeState *s = bs->opaque;
 
+    /* the other host reads the bitmap and resyncs */
+    stripe_resync_stop(bs);
     return s->cache ? stripe_cache_inactivate(bs) : 0;
 }
 
@@ -676,12 +698,14 @@ stripe_co_invalidate_cache(BlockDriverState *bs, Error **errp)
 {
     BDRVStripeState *s = bs->opaque;
 
-    if (stripe_co_reload_headers(bs, errp) < 0) {
+    if (stripe_co_reload_headers(bs, errp) < 0 ||
+        stripe_bitmap_co_reload(bs, errp) < 0) {
         return;
     }
-    if (s->cache) {
-        stripe_cache_activate(bs, errp);
+    if (s->cache && stripe_cache_activate(bs, errp) < 0) {
+        return;
     }
+    stripe_resync_start(bs);
 }
 
 static void GRAPH_RDLOCK stripe_cancel_in_flight(BlockDriverState *bs)

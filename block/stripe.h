@@ -11,7 +11,11 @@
  *                        parallel
  *   stripe-health.c      replicated images: marking a node failed
  *   stripe-deadline.c    node requests that give up after node-timeout
- *   stripe-rebuild.c     copying a failed node's units back to it
+ *   stripe-bitmap.c      the write-intent bitmap: marking, lazy clearing
+ *   stripe-resync.c      copying the bitmap's regions to the other copies
+ *                        and bringing failed nodes back
+ *   stripe-rebuild.c     copying all of a failed node's units back to it
+ *                        (images without a bitmap)
  *   stripe-cache.c       guest requests through the writeback cache, and
  *                        its lifecycle
  *   stripe-cache-jobs.c  running the cache's writeback and prefetch jobs
@@ -54,7 +58,19 @@
 /* Replicated images: when a node that does not answer is given up on. */
 #define STRIPE_OPT_NODE_TIMEOUT         "node-timeout"
 #define STRIPE_DEFAULT_NODE_TIMEOUT_NS  (15 * NANOSECONDS_PER_SECOND)
+#define STRIPE_OPT_AUTO_RESYNC          "auto-resync"
 #define STRIPE_MAX_NODE_TIMEOUT_SECS    3600
+
+/*
+ * Write-intent bitmap: the region size of new replicated images, and how
+ * long a region must see no write before a flush clears its bit (two such
+ * rotations, docs/layout.md).
+ */
+#define STRIPE_OPT_BITMAP_REGION        "bitmap-region"
+#define STRIPE_DEFAULT_BITMAP_REGION    (4 * 1024 * 1024)
+#define STRIPE_BITMAP_ROTATE_NS         (5 * NANOSECONDS_PER_SECOND)
+/* Bytes the resync copies at a time, at most. */
+#define STRIPE_RESYNC_CHUNK             (1024 * 1024)
 
 /* Jobs taken from the core under one hold of its lock. */
 #define STRIPE_CACHE_KICK_BATCH         16
@@ -189,6 +205,49 @@ typedef struct StripeNodeHealth {
 } StripeNodeHealth;
 
 /*
+ * The write-intent bitmap (stripe-bitmap.c).  @lock covers every field
+ * but these: @image (under @io_lock), @durable (written with both locks
+ * held, read under either), @shift (fixed), @regions (written with both
+ * held, grows only), the counters (atomic).
+ */
+typedef struct StripeBitmap {
+    QemuMutex lock;             /* never held across a yield */
+    CoMutex io_lock;            /* around writes of the on-node bitmap */
+    unsigned shift;             /* log2(region size) */
+    uint64_t regions;           /* bits */
+    unsigned long *durable;     /* set on every live node */
+    unsigned long *image;       /* the bits the nodes hold or are given */
+    unsigned long *recent;      /* written since the last rotation */
+    unsigned long *older;       /* ... in the rotation before */
+    GHashTable *writers;        /* region -> writes in flight there */
+    unsigned long *todo;        /* the resync pass's regions */
+    uint64_t todo_regions;
+    uint64_t resync_region;     /* being resynced, UINT64_MAX: none */
+    CoQueue resync_wait;        /* writes into @resync_region wait here */
+    CoQueue writers_done;       /* the resync waits for those in it */
+    int64_t rotated_ns;
+    bool resync_pending;        /* atomic: set bits the resync must copy */
+    uint64_t marks;             /* atomic: bitmap writes that set bits */
+    uint64_t clears;            /* atomic: bits cleared */
+} StripeBitmap;
+
+/*
+ * The background resync (stripe-resync.c): all atomic.  @co is set by the
+ * main loop when it starts the worker and cleared by the worker when it
+ * ends.
+ */
+typedef struct StripeResync {
+    Coroutine *co;              /* the worker while it runs */
+    Coroutine *parked;          /* the worker while the node is drained */
+    bool paused;                /* drained: start no region */
+    bool stop;                  /* close or inactivate: end */
+    uint64_t nodes;             /* failed nodes being brought back */
+    uint64_t regions_total;     /* progress of this pass */
+    uint64_t regions_done;
+    uint64_t bytes;             /* written to copies, since open */
+} StripeResync;
+
+/*
  * BDRVStripeState: set at open and fixed while the node is open, except
  *   - geo.virtual_size: written under @resize_lock, read without a lock
  *     with qatomic_read_u64() (a stale value only sends a write through
@@ -202,7 +261,9 @@ typedef struct StripeNodeHealth {
  *     skipped a failed node is acknowledged only once the marking is in
  *     the headers (stripe_co_mark_failed());
  *   - health[]: atomic counters;
- *   - node_timeout_ns: open and reopen commit, read atomically;
+ *   - bitmap, resync: see their structures;
+ *   - node_timeout_ns, auto_resync: open and reopen commit, read
+ *     atomically;
  *   - max_node_request: refresh_limits, main loop, drained;
  *   - cache, cache_opts: open, reopen commit and close, main loop, with the
  *     node drained, so that no request sees the cache change under it.
@@ -219,6 +280,7 @@ typedef struct BDRVStripeState {
     uint64_t failed_durable;    /* ... and so in the live nodes' headers */
     StripeNodeHealth *health;   /* per node index */
     int64_t node_timeout_ns;    /* replicated images; 0: wait forever */
+    bool auto_resync;           /* start a resync when writable */
     uint32_t node_count;
     BdrvChild **nodes;          /* indexed by node index (assembled order) */
     uint32_t *given_pos;        /* nodes[i] was the given_pos[i]-th node */
@@ -226,6 +288,8 @@ typedef struct BDRVStripeState {
     uint64_t max_node_request;  /* bytes, <= every node's max_transfer */
     SCOptions cache_opts;       /* as given, kept while the cache is off */
     StripeCache *cache;         /* NULL: cache.direct=on, IO goes through */
+    StripeBitmap bitmap;        /* replicated images with geo.bitmap_region */
+    StripeResync resync;
 } BDRVStripeState;
 
 /* stripe-options.c */
@@ -297,6 +361,14 @@ stripe_co_rw(BlockDriverState *bs, StripeOp op, int64_t offset,
              int64_t bytes, QEMUIOVector *qiov, size_t qiov_offset,
              BdrvRequestFlags flags);
 int coroutine_fn GRAPH_RDLOCK stripe_co_flush_nodes(BlockDriverState *bs);
+int coroutine_fn GRAPH_RDLOCK
+stripe_co_each_node(BlockDriverState *bs, StripeOp op, int64_t node_offset,
+                    int64_t bytes, QEMUIOVector *qiov,
+                    BdrvRequestFlags flags);
+int coroutine_fn GRAPH_RDLOCK
+stripe_co_write_other_copies(BlockDriverState *bs, int64_t offset,
+                             int64_t bytes, QEMUIOVector *qiov,
+                             uint64_t *written);
 
 /* stripe-cache.c */
 int stripe_cache_open(BlockDriverState *bs, const SCOptions *opts, int flags,
@@ -371,10 +443,59 @@ stripe_co_node_request_counted(BlockDriverState *bs, uint32_t node,
                                int64_t bytes, QEMUIOVector *qiov,
                                size_t qiov_offset, BdrvRequestFlags flags);
 
-/* stripe-rebuild.c */
+/* stripe-bitmap.c */
+int GRAPH_RDLOCK stripe_bitmap_open(BlockDriverState *bs, Error **errp);
+void stripe_bitmap_close(BlockDriverState *bs);
+void stripe_bitmap_free(BDRVStripeState *s);
+void coroutine_fn GRAPH_RDLOCK
+stripe_bitmap_co_clear_all(BlockDriverState *bs);
+int coroutine_fn GRAPH_RDLOCK
+stripe_bitmap_co_start_write(BlockDriverState *bs, int64_t offset,
+                             int64_t bytes);
+void stripe_bitmap_end_write(BlockDriverState *bs, int64_t offset,
+                             int64_t bytes);
+unsigned long *stripe_bitmap_flush_begin(BlockDriverState *bs);
+int coroutine_fn GRAPH_RDLOCK
+stripe_bitmap_co_flush_end(BlockDriverState *bs, unsigned long *clear);
+int coroutine_fn GRAPH_RDLOCK
+stripe_bitmap_co_bring_back(BlockDriverState *bs, uint32_t node,
+                            Error **errp);
+int coroutine_fn GRAPH_RDLOCK
+stripe_bitmap_co_reload(BlockDriverState *bs, Error **errp);
+void coroutine_fn stripe_bitmap_co_grow(BlockDriverState *bs, uint64_t size);
+uint64_t stripe_bitmap_dirty_regions(BDRVStripeState *s);
+uint64_t stripe_bitmap_snapshot(BDRVStripeState *s);
+bool stripe_bitmap_next_dirty(BDRVStripeState *s, uint64_t *region);
+void coroutine_fn stripe_bitmap_co_lock_region(BDRVStripeState *s,
+                                               uint64_t region);
+void stripe_bitmap_unlock_region(BDRVStripeState *s);
+
+/* stripe-resync.c */
+static inline bool stripe_node_resyncing(BDRVStripeState *s, uint32_t node)
+{
+    return (qatomic_read(&s->resync.nodes) >> node) & 1;
+}
+
+static inline StripeNodeState stripe_node_state(BDRVStripeState *s,
+                                                uint32_t node)
+{
+    if (stripe_node_resyncing(s, node)) {
+        return STRIPE_NODE_STATE_RESYNCING;
+    }
+    return stripe_node_failed(s, node) ? STRIPE_NODE_STATE_FAILED
+                                       : STRIPE_NODE_STATE_LIVE;
+}
+
 int coroutine_fn GRAPH_RDLOCK
 stripe_co_rebuild_node(BlockDriverState *bs, uint32_t node, uint64_t *units,
                        Error **errp);
+bool stripe_resync_wanted(BlockDriverState *bs);
+void stripe_resync_start(BlockDriverState *bs);
+void stripe_resync_stop(BlockDriverState *bs);
+void stripe_resync_pause(BlockDriverState *bs);
+void stripe_resync_resume(BlockDriverState *bs);
+int coroutine_fn GRAPH_RDLOCK
+stripe_co_resync_offline(BlockDriverState *bs, Error **errp);
 
 /* stripe-deadline.c */
 int coroutine_fn GRAPH_RDLOCK

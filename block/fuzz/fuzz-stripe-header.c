@@ -41,6 +41,8 @@
 #define OFF_COPIES      88
 #define OFF_RESERVED    92
 #define OFF_FAILED      96
+#define OFF_BM_REGION   104
+#define OFF_BM_OFFSET   112
 #define OFF_CRC         (STRIPE_HEADER_SIZE - 4)
 
 /* Node sets go one past the limit, which stripe_assemble() must refuse. */
@@ -88,6 +90,10 @@ static void parse_fields(const uint8_t *buf, StripeHeader *h)
                 le32(buf + OFF_COPIES) : 1;
     h->failed = h->incompat_features & STRIPE_INCOMPAT_COPIES ?
                 le64(buf + OFF_FAILED) : 0;
+    h->bitmap_region = h->incompat_features & STRIPE_INCOMPAT_BITMAP ?
+                       le64(buf + OFF_BM_REGION) : 0;
+    h->bitmap_offset = h->incompat_features & STRIPE_INCOMPAT_BITMAP ?
+                       le64(buf + OFF_BM_OFFSET) : 0;
 }
 
 static bool same_header(const StripeHeader *a, const StripeHeader *b)
@@ -101,7 +107,8 @@ static bool same_header(const StripeHeader *a, const StripeHeader *b)
         a->compat_features == b->compat_features &&
         a->incompat_features == b->incompat_features &&
         a->generation == b->generation && a->copies == b->copies &&
-        a->failed == b->failed;
+        a->failed == b->failed && a->bitmap_region == b->bitmap_region &&
+        a->bitmap_offset == b->bitmap_offset;
 }
 
 static void seal(uint8_t *buf)
@@ -119,10 +126,34 @@ static bool is_pow2(uint64_t v)
     return v && !(v & (v - 1));
 }
 
+/*
+ * The bitmap, when there is one: a power-of-two region, a bit per region
+ * of the virtual size, in whole blocks between the header and the data.
+ */
+static bool bitmap_follows_rules(const StripeHeader *h)
+{
+    uint64_t bits, bytes;
+
+    if (!(h->incompat_features & STRIPE_INCOMPAT_BITMAP)) {
+        return true;
+    }
+    if (h->copies < 2 || !is_pow2(h->bitmap_region) ||
+        h->bitmap_region < STRIPE_MIN_BITMAP_REGION ||
+        h->bitmap_region > STRIPE_MAX_BITMAP_REGION ||
+        h->bitmap_offset < h->header_size || h->bitmap_offset % 4096) {
+        return false;
+    }
+    bits = h->virtual_size / h->bitmap_region +
+           !!(h->virtual_size % h->bitmap_region);
+    bytes = (bits + 32767) / 32768 * 4096;
+    return h->bitmap_offset <= h->data_offset &&
+        bytes <= h->data_offset - h->bitmap_offset;
+}
+
 /* The rules of docs/layout.md, which the rest of the driver relies on. */
 static bool header_follows_rules(const StripeHeader *h)
 {
-    return h->version == STRIPE_VERSION &&
+    return bitmap_follows_rules(h) && h->version == STRIPE_VERSION &&
         !(h->incompat_features & ~STRIPE_INCOMPAT_KNOWN) &&
         h->header_size >= STRIPE_HEADER_SIZE && h->header_size % 512 == 0 &&
         h->node_count >= 1 && h->node_count <= STRIPE_MAX_NODES &&
@@ -344,9 +375,25 @@ static void check_create(const StripeHeader *fields)
     h.data_offset = stripe_default_data_offset(h.stripe_unit);
     h.incompat_features = 0;
     h.failed = 0;
+    h.bitmap_offset = 0;
+    /* a replicated image with the bitmap region the fields give */
+    if (h.copies > 1) {
+        err = stripe_bitmap_check(h.virtual_size, h.bitmap_region,
+                                  STRIPE_BITMAP_OFFSET, h.data_offset);
+        if (err) {
+            fuzz_check(*err, "create refuses a bitmap without a message");
+            g_free(err);
+            return;
+        }
+        h.incompat_features = STRIPE_INCOMPAT_BITMAP;
+        h.bitmap_offset = STRIPE_BITMAP_OFFSET;
+    } else {
+        h.bitmap_region = 0;
+    }
     fuzz_check(through_node(&h, &out), "create accepts %u nodes, unit %"
-               PRIu64 ", size %" PRIu64 ", open refuses them",
-               h.node_count, h.stripe_unit, h.virtual_size);
+               PRIu64 ", size %" PRIu64 ", bitmap region %" PRIu64 ", open "
+               "refuses them", h.node_count, h.stripe_unit, h.virtual_size,
+               h.bitmap_region);
 }
 
 static void fuzz_header(const uint8_t *data, size_t size)

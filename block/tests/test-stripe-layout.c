@@ -546,6 +546,101 @@ static void test_assemble_failed(void)
     g_free(msg);
 }
 
+/*
+ * The write-intent bitmap: its fields survive encoding only with their
+ * incompatible bit, need copies, must fit before the data, and every node
+ * must agree on them.
+ */
+static void test_bitmap(void)
+{
+    const uint64_t len = 128 * 1024 * 1024;
+    uint8_t buf[STRIPE_HEADER_SIZE];
+    StripeHeader h[3], out;
+    StripeAssembly as;
+    char *msg = NULL;
+    int errnode, i;
+
+    sc_assert_cmpu(stripe_bitmap_regions(100 << 20, 4 << 20), ==, 25);
+    sc_assert_cmpu(stripe_bitmap_regions((100 << 20) + 512, 4 << 20), ==,
+                   26);
+    sc_assert_cmpu(stripe_bitmap_bytes(100 << 20, 4 << 20), ==, 4096);
+    sc_assert_cmpu(stripe_bitmap_bytes(0, 4 << 20), ==, 0);
+    /* 4096 bytes hold 32768 bits, one more needs a second block */
+    sc_assert_cmpu(stripe_bitmap_bytes(32768ull << 16, 1 << 16), ==, 4096);
+    sc_assert_cmpu(stripe_bitmap_bytes((32768ull << 16) + 1, 1 << 16), ==,
+                   8192);
+
+    g_assert(!stripe_bitmap_check(1ull << 40, 4 << 20, 4096, 1 << 20));
+    msg = stripe_bitmap_check(1ull << 40, 3 << 20, 4096, 1 << 20);
+    sc_assert(strstr(msg, "bitmap-region 3145728 is not a power of two"));
+    g_free(msg);
+    msg = stripe_bitmap_check(1ull << 40, 32 * 1024, 4096, 1 << 20);
+    sc_assert(strstr(msg, "bitmap-region 32768"));
+    g_free(msg);
+    /* 1 MiB data offset: room for 1044480 * 8 regions */
+    msg = stripe_bitmap_check(1ull << 40, 64 * 1024, 4096, 1 << 20);
+    sc_assert(strstr(msg, "needs a bitmap of 2097152 bytes, but the nodes "
+                          "have room for 1044480"));
+    g_free(msg);
+    msg = NULL;
+
+    make_replicated(h, 3, 2);
+    for (i = 0; i < 3; i++) {
+        h[i].incompat_features = STRIPE_INCOMPAT_BITMAP;
+        h[i].bitmap_region = 4 << 20;
+        h[i].bitmap_offset = STRIPE_BITMAP_OFFSET;
+    }
+    stripe_header_encode(&h[0], buf);
+    sc_assert_cmpi(stripe_header_decode(buf, sizeof(buf), &out, &msg), ==,
+                   STRIPE_HEADER_OK);
+    sc_assert_cmpu(out.bitmap_region, ==, 4 << 20);
+    sc_assert_cmpu(out.bitmap_offset, ==, 4096);
+    sc_assert_cmpu(buf[104 + 2], ==, 0x40);
+    sc_assert_cmpu(buf[112 + 1], ==, 0x10);
+    g_assert(assemble(h, 3, len, &as, &errnode, &msg));
+    sc_assert_cmpu(as.geo.bitmap_region, ==, 4 << 20);
+    sc_assert_cmpu(as.geo.bitmap_offset, ==, 4096);
+
+    /* a node that disagrees */
+    h[2].bitmap_region = 8 << 20;
+    g_assert(!assemble(h, 3, len, &as, &errnode, &msg));
+    sc_assert_cmpi(errnode, ==, 2);
+    sc_assert(strstr(msg, "bitmap (region 8388608, offset 4096) disagrees"));
+    h[2].bitmap_region = 4 << 20;
+
+    /* the bitmap inside the header, or past the data offset */
+    h[0].bitmap_offset = 0;
+    stripe_header_encode(&h[0], buf);
+    sc_assert_cmpi(decode_status(buf, &msg), ==, STRIPE_HEADER_INVALID);
+    sc_assert(strstr(msg, "invalid bitmap offset 0"));
+    h[0].bitmap_offset = 1 << 20;
+    stripe_header_encode(&h[0], buf);
+    sc_assert_cmpi(decode_status(buf, &msg), ==, STRIPE_HEADER_INVALID);
+    sc_assert(strstr(msg, "invalid bitmap: size 104857600 with "
+                          "bitmap-region 4194304 needs a bitmap of 4096 "
+                          "bytes, but the nodes have room for 0"));
+    h[0].bitmap_offset = 4096;
+
+    /* without copies there is nothing to resync */
+    make_header(&h[0], 0, 3);
+    h[0].incompat_features = STRIPE_INCOMPAT_BITMAP;
+    h[0].bitmap_region = 4 << 20;
+    h[0].bitmap_offset = STRIPE_BITMAP_OFFSET;
+    stripe_header_encode(&h[0], buf);
+    sc_assert_cmpi(decode_status(buf, &msg), ==, STRIPE_HEADER_INVALID);
+    sc_assert(strstr(msg, "write-intent bitmap without copies"));
+
+    /* without the bit the fields are not read */
+    make_replicated(h, 3, 2);
+    h[0].bitmap_region = 4 << 20;
+    stripe_header_encode(&h[0], buf);
+    sc_assert_cmpi(stripe_header_decode(buf, sizeof(buf), &out, &msg), ==,
+                   STRIPE_HEADER_OK);
+    sc_assert_cmpu(out.bitmap_region, ==, 0);
+    sc_assert_cmpu(buf[104 + 2], ==, 0);
+    g_free(msg);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -557,5 +652,6 @@ int main(int argc, char **argv)
     g_test_add_func("/stripe-layout/assemble", test_assemble);
     g_test_add_func("/stripe-layout/lost-unit", test_lost_unit);
     g_test_add_func("/stripe-layout/assemble-failed", test_assemble_failed);
+    g_test_add_func("/stripe-layout/bitmap", test_bitmap);
     return g_test_run();
 }

@@ -1,0 +1,309 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Block driver "stripe": resyncing the copies of a replicated image from
+ * its write-intent bitmap (stripe-bitmap.c).
+ *
+ * The set bits are the regions whose copies may differ: after a crash,
+ * those that had writes in flight; while a node was failed, every region
+ * written meanwhile.  A pass copies each such region from the copy that
+ * reads use (the first live one) to the other copies, on the live nodes
+ * and on the failed nodes being brought back; then those nodes are marked
+ * live.  Only the set bits are copied, not the whole node: after an
+ * outage, what was written during it.
+ *
+ * A failed node is brought back from the moment the pass starts: writes go
+ * to it (stripe_co_rw()), reads do not.  A region is copied with its
+ * writes held off (stripe_bitmap_co_lock_region()), so that a write and
+ * the copy never cross; a write that skipped the node before the pass
+ * started set its region's bit first, and the pass finds it.
+ *
+ * The pass runs in the background once a writable image is open (a
+ * coroutine in the node's AioContext, paused while the node is drained,
+ * stopped at close and inactivation), or inline for qemu-img check -r.
+ */
+
+#include "qemu/osdep.h"
+#include "block/block-io.h"
+#include "block/block_int.h"
+#include "qapi/error.h"
+#include "qemu/error-report.h"
+#include "qemu/memalign.h"
+#include "stripe.h"
+#include "trace.h"
+
+/* Copy region @r to the other copies.  @buf holds STRIPE_RESYNC_CHUNK. */
+static int coroutine_fn GRAPH_RDLOCK
+stripe_co_resync_region(BlockDriverState *bs, uint64_t r, void *buf)
+{
+    BDRVStripeState *s = bs->opaque;
+    uint64_t region = s->geo.bitmap_region;
+    uint64_t size = qatomic_read_u64(&s->geo.virtual_size);
+    uint64_t offset = r * region, len, done, n, written = 0;
+    QEMUIOVector qiov;
+    int ret = 0;
+
+    if (offset >= size) {
+        return 0;
+    }
+    len = MIN(region, size - offset);
+    stripe_bitmap_co_lock_region(s, r);
+    for (done = 0; done < len && ret >= 0; done += n) {
+        n = MIN(STRIPE_RESYNC_CHUNK, len - done);
+        qemu_iovec_init_buf(&qiov, buf, n);
+        ret = stripe_co_rw(bs, STRIPE_OP_READ, offset + done, n, &qiov, 0, 0);
+        if (ret >= 0) {
+            ret = stripe_co_write_other_copies(bs, offset + done, n, &qiov,
+                                               &written);
+        }
+    }
+    stripe_bitmap_unlock_region(s);
+    qatomic_add(&s->resync.bytes, written);
+    trace_stripe_resync_region(bs, r, written, ret);
+    return ret;
+}
+
+/*
+ * After a pass: the nodes being brought back hold every region; each gets
+ * the bitmap and is marked live.  A node that failed again during the
+ * pass left @resync.nodes and stays failed.
+ */
+static int coroutine_fn GRAPH_RDLOCK
+stripe_co_resync_finish(BlockDriverState *bs, Error **errp)
+{
+    BDRVStripeState *s = bs->opaque;
+    uint64_t nodes = qatomic_read(&s->resync.nodes);
+    uint32_t i;
+    int ret;
+
+    for (i = 0; i < s->node_count; i++) {
+        if (!((nodes >> i) & 1)) {
+            continue;
+        }
+        ret = bdrv_co_flush(s->nodes[i]->bs);
+        if (ret < 0) {
+            error_setg_errno(errp, -ret, "stripe: cannot flush node index "
+                             "%u (%s)", i, s->nodes[i]->bs->filename);
+            return ret;
+        }
+        ret = stripe_bitmap_co_bring_back(bs, i, errp);
+        if (ret < 0) {
+            return ret;
+        }
+        qatomic_and(&s->resync.nodes, ~(UINT64_C(1) << i));
+        info_report("stripe: node index %u (%s) is live again",
+                    i, s->nodes[i]->bs->filename);
+    }
+    return 0;
+}
+
+/*
+ * Start a pass: bring back every failed node, and take the regions set
+ * now.  A region set later was written to every copy, the nodes being
+ * brought back included: it needs no copy.
+ */
+static uint64_t stripe_resync_begin(BDRVStripeState *s)
+{
+    uint64_t failed = qatomic_read(&s->failed);
+
+    qatomic_set(&s->resync.nodes, failed);
+    qatomic_set(&s->resync.regions_done, 0);
+    qatomic_set(&s->resync.regions_total, stripe_bitmap_snapshot(s));
+    return failed;
+}
+
+/*
+ * The end of a pass that copied every region: when no node failed
+ * meanwhile, the copies agree and the bitmap may clear.  Otherwise
+ * the bits stay, for the next pass.
+ */
+static int coroutine_fn GRAPH_RDLOCK
+stripe_co_resync_end(BlockDriverState *bs, uint64_t failed_before,
+                     Error **errp)
+{
+    BDRVStripeState *s = bs->opaque;
+    int ret = stripe_co_resync_finish(bs, errp);
+
+    if (ret == 0 && !(qatomic_read(&s->failed) & ~failed_before)) {
+        qatomic_set(&s->bitmap.resync_pending, false);
+    }
+    return ret;
+}
+
+int coroutine_fn GRAPH_RDLOCK
+stripe_co_resync_offline(BlockDriverState *bs, Error **errp)
+{
+    BDRVStripeState *s = bs->opaque;
+    uint64_t r = 0, failed = stripe_resync_begin(s);
+    void *buf = qemu_try_blockalign(bs, STRIPE_RESYNC_CHUNK);
+    int ret = 0;
+
+    if (!buf) {
+        error_setg(errp, "stripe: no memory to resync");
+        return -ENOMEM;
+    }
+    while (stripe_bitmap_next_dirty(s, &r)) {
+        ret = stripe_co_resync_region(bs, r, buf);
+        if (ret < 0) {
+            error_setg_errno(errp, -ret, "stripe: cannot resync the region "
+                             "at %" PRIu64, r * s->geo.bitmap_region);
+            break;
+        }
+        qatomic_inc(&s->resync.regions_done);
+        r++;
+    }
+    qemu_vfree(buf);
+    if (ret == 0) {
+        ret = stripe_co_resync_end(bs, failed, errp);
+    }
+    qatomic_set(&s->resync.nodes, 0);
+    if (ret == 0) {
+        /* nothing else writes: the copies agree once the nodes are flushed */
+        stripe_bitmap_co_clear_all(bs);
+    }
+    return ret;
+}
+
+/*
+ * Between two regions: wait while the node is drained.  Returns false
+ * when the pass must end (close, inactivation).
+ */
+static bool coroutine_fn stripe_resync_co_checkpoint(BDRVStripeState *s)
+{
+    StripeResync *rs = &s->resync;
+
+    while (qatomic_read(&rs->paused) && !qatomic_read(&rs->stop)) {
+        qatomic_set(&rs->parked, qemu_coroutine_self());
+        /* parked before looking again: pairs with stripe_resync_unpark()'s */
+        smp_mb();
+        if ((!qatomic_read(&rs->paused) || qatomic_read(&rs->stop)) &&
+            qatomic_xchg(&rs->parked, NULL)) {
+            break;      /* resumed before parking: nobody wakes us */
+        }
+        /* stripe_resync_unpark() schedules us */
+        qemu_coroutine_yield();
+    }
+    return !qatomic_read(&rs->stop);
+}
+
+static void coroutine_fn stripe_resync_entry(void *opaque)
+{
+    BlockDriverState *bs = opaque;
+    BDRVStripeState *s = bs->opaque;
+    uint64_t r = 0, failed;
+    Error *local_err = NULL;
+    void *buf = qemu_try_blockalign(bs, STRIPE_RESYNC_CHUNK);
+    int ret = -ENOMEM;
+
+    if (!buf || !stripe_resync_co_checkpoint(s)) {
+        goto out;
+    }
+    failed = stripe_resync_begin(s);
+    trace_stripe_resync_start(bs, failed, s->resync.regions_total);
+    ret = 0;
+    while (stripe_bitmap_next_dirty(s, &r)) {
+        if (!stripe_resync_co_checkpoint(s)) {
+            ret = -ECANCELED;
+            break;
+        }
+        bdrv_inc_in_flight(bs);
+        bdrv_graph_co_rdlock();
+        ret = stripe_co_resync_region(bs, r, buf);
+        bdrv_graph_co_rdunlock();
+        bdrv_dec_in_flight(bs);
+        if (ret < 0) {
+            error_report("stripe: resync stopped at the region at %" PRIu64
+                         ": %s", r * s->geo.bitmap_region, strerror(-ret));
+            break;
+        }
+        qatomic_inc(&s->resync.regions_done);
+        r++;
+    }
+    if (ret == 0 && stripe_resync_co_checkpoint(s)) {
+        bdrv_inc_in_flight(bs);
+        bdrv_graph_co_rdlock();
+        ret = stripe_co_resync_end(bs, failed, &local_err);
+        bdrv_graph_co_rdunlock();
+        bdrv_dec_in_flight(bs);
+        if (ret < 0) {
+            error_report_err(local_err);
+        }
+    }
+    trace_stripe_resync_done(bs, qatomic_read(&s->resync.regions_done),
+                             qatomic_read(&s->resync.bytes), ret);
+
+out:
+    qemu_vfree(buf);
+    /* nodes not brought back stay failed, and get no more writes */
+    qatomic_set(&s->resync.nodes, 0);
+    qatomic_set(&s->resync.co, NULL);
+    aio_wait_kick();
+}
+
+/*
+ * Whether a pass has work and may run now: a writable image with
+ * auto-resync on, not opened for qemu-img check (which resyncs inline)
+ * nor inactive (migration).
+ */
+bool stripe_resync_wanted(BlockDriverState *bs)
+{
+    BDRVStripeState *s = bs->opaque;
+
+    return s->geo.bitmap_region && qatomic_read(&s->auto_resync) &&
+           qatomic_read(&s->bitmap.resync_pending) &&
+           !bdrv_is_read_only(bs) &&
+           !(bs->open_flags & (BDRV_O_CHECK | BDRV_O_INACTIVE));
+}
+
+void stripe_resync_start(BlockDriverState *bs)
+{
+    BDRVStripeState *s = bs->opaque;
+    Coroutine *co;
+
+    GLOBAL_STATE_CODE();
+    if (s->resync.co || !stripe_resync_wanted(bs)) {
+        return;
+    }
+    qatomic_set(&s->resync.stop, false);
+    co = qemu_coroutine_create(stripe_resync_entry, bs);
+    qatomic_set(&s->resync.co, co);
+    aio_co_schedule(bdrv_get_aio_context(bs), co);
+}
+
+static void stripe_resync_unpark(BlockDriverState *bs)
+{
+    BDRVStripeState *s = bs->opaque;
+    Coroutine *co = qatomic_xchg(&s->resync.parked, NULL);
+
+    if (co) {
+        aio_co_schedule(bdrv_get_aio_context(bs), co);
+    }
+}
+
+void stripe_resync_stop(BlockDriverState *bs)
+{
+    BDRVStripeState *s = bs->opaque;
+
+    GLOBAL_STATE_CODE();
+    qatomic_set(&s->resync.stop, true);
+    /* told before unparking: pairs with the checkpoint's */
+    smp_mb();
+    stripe_resync_unpark(bs);
+    BDRV_POLL_WHILE(bs, qatomic_read(&s->resync.co));
+}
+
+void stripe_resync_pause(BlockDriverState *bs)
+{
+    BDRVStripeState *s = bs->opaque;
+
+    qatomic_set(&s->resync.paused, true);
+}
+
+void stripe_resync_resume(BlockDriverState *bs)
+{
+    BDRVStripeState *s = bs->opaque;
+
+    qatomic_set(&s->resync.paused, false);
+    /* resumed before unparking: pairs with the checkpoint's */
+    smp_mb();
+    stripe_resync_unpark(bs);
+}
