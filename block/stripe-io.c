@@ -339,7 +339,11 @@ next:
 
 /*
  * The failed nodes a write left out must be failed in the headers before
- * the write is acknowledged (stripe-health.c).
+ * the write is acknowledged (stripe-health.c).  Not a node that a resync
+ * brought back meanwhile: the write's region was set before it chose its
+ * nodes, so that resync copied the region, after the write's end
+ * (stripe_bitmap_co_lock_region()); marking it again would fail a node
+ * that holds the data.
  */
 static int coroutine_fn GRAPH_RDLOCK
 stripe_co_confirm_skipped(BlockDriverState *bs, uint64_t skipped)
@@ -348,7 +352,7 @@ stripe_co_confirm_skipped(BlockDriverState *bs, uint64_t skipped)
     uint32_t node;
     int ret;
 
-    skipped &= ~qatomic_read(&s->failed_durable);
+    skipped &= qatomic_read(&s->failed) & ~qatomic_read(&s->failed_durable);
     for (node = 0; skipped; node++, skipped >>= 1) {
         if (skipped & 1) {
             ret = stripe_co_mark_failed(bs, node, -EIO);
@@ -440,9 +444,10 @@ stripe_co_write_other_copies(BlockDriverState *bs, int64_t offset,
 
 /*
  * Run @op at the same node offset of every node, all at once; returns
- * the first error.  A replicated image uses its live nodes: a node that
- * fails is marked failed, and the request succeeds without it.  @qiov is
- * used for writes only, and is the same for every node.
+ * the first error.  A replicated image uses its live nodes and those
+ * being resynced (they take writes, so they take flushes too): a node
+ * that fails is marked failed, and the request succeeds without it.
+ * @qiov is used for writes only, and is the same for every node.
  */
 int coroutine_fn GRAPH_RDLOCK
 stripe_co_each_node(BlockDriverState *bs, StripeOp op, int64_t node_offset,
@@ -450,7 +455,8 @@ stripe_co_each_node(BlockDriverState *bs, StripeOp op, int64_t node_offset,
                     BdrvRequestFlags flags)
 {
     BDRVStripeState *s = bs->opaque;
-    uint64_t skipped = qatomic_read(&s->failed);
+    uint64_t skipped = qatomic_read(&s->failed) &
+                       ~qatomic_read(&s->resync.nodes);
     AioTaskPool *pool;
     uint32_t i;
     int ret;
