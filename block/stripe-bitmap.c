@@ -319,6 +319,34 @@ stripe_bitmap_co_flush_end(BlockDriverState *bs, unsigned long *clear)
 }
 
 /*
+ * Set every region, on every live node: a blank node replaces a failed
+ * one, and all of its units must be copied, also by the resync of a
+ * later open if this process dies first.
+ */
+int coroutine_fn GRAPH_RDLOCK stripe_bitmap_co_set_all(BlockDriverState *bs)
+{
+    BDRVStripeState *s = bs->opaque;
+    StripeBitmap *b = &s->bitmap;
+    int ret;
+
+    QEMU_LOCK_GUARD(&b->io_lock);
+    qatomic_set(&b->resync_pending, true);
+    if (!b->regions) {
+        return 0;
+    }
+    bitmap_set(b->image, 0, b->regions);
+    ret = stripe_bitmap_co_write_blocks(bs, 0, (b->regions - 1) /
+                                        BITS_PER_BLOCK, BDRV_REQ_FUA, -1);
+    if (ret < 0) {
+        return ret;
+    }
+    qemu_mutex_lock(&b->lock);
+    bitmap_set(b->durable, 0, b->regions);
+    qemu_mutex_unlock(&b->lock);
+    return 0;
+}
+
+/*
  * Node @node holds every region again: give it the bitmap, then mark it
  * live.  Under @io_lock, so that no marking in between misses it.
  */

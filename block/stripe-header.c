@@ -152,10 +152,12 @@ int GRAPH_RDLOCK stripe_assemble_nodes(BlockDriverState *bs,
             warn_report("stripe: node %u (%s), node index %u, was marked "
                         "failed (its header is of generation %" PRIu64
                         ", the image's %" PRIu64 "): its data is out of "
-                        "date and it is not used; run 'qemu-img check -r "
-                        "all' to rebuild it", as.order[i],
+                        "date and it is not used; %s", as.order[i],
                         s->nodes[i]->bs->filename, i,
-                        hdrs[as.order[i]].generation, s->generation);
+                        hdrs[as.order[i]].generation, s->generation,
+                        stripe_resync_at_open(bs) ?
+                        "it is resynced in the background" :
+                        "run 'qemu-img check -r all' to rebuild it");
         }
     }
     return 0;

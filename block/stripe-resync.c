@@ -19,7 +19,11 @@
  *
  * The pass runs in the background once a writable image is open (a
  * coroutine in the node's AioContext, paused while the node is drained,
- * stopped at close and inactivation), or inline for qemu-img check -r.
+ * stopped at close and inactivation), inline for qemu-img check -r, or
+ * as a block job started from QMP (stripe-job.c).  A background pass that
+ * leaves a node failed (it fails again, say a timeout on a busy target)
+ * is tried again once the node answers, so a node found failed at open
+ * comes back without the operator.
  */
 
 #include "qemu/osdep.h"
@@ -32,7 +36,7 @@
 #include "trace.h"
 
 /* Copy region @r to the other copies.  @buf holds STRIPE_RESYNC_CHUNK. */
-static int coroutine_fn GRAPH_RDLOCK
+int coroutine_fn GRAPH_RDLOCK
 stripe_co_resync_region(BlockDriverState *bs, uint64_t r, void *buf)
 {
     BDRVStripeState *s = bs->opaque;
@@ -97,13 +101,13 @@ stripe_co_resync_finish(BlockDriverState *bs, Error **errp)
 }
 
 /*
- * Start a pass: bring back every failed node, and take the regions set
- * now.  A region set later was written to every copy, the nodes being
- * brought back included: it needs no copy.
+ * Start a pass: bring back the failed nodes among @nodes, and take the
+ * regions set now.  A region set later was written to every copy, the
+ * nodes being brought back included: it needs no copy.
  */
-static uint64_t stripe_resync_begin(BDRVStripeState *s)
+uint64_t stripe_resync_begin(BDRVStripeState *s, uint64_t nodes)
 {
-    uint64_t failed = qatomic_read(&s->failed);
+    uint64_t failed = qatomic_read(&s->failed) & nodes;
 
     qatomic_set(&s->resync.nodes, failed);
     qatomic_set(&s->resync.regions_done, 0);
@@ -112,18 +116,17 @@ static uint64_t stripe_resync_begin(BDRVStripeState *s)
 }
 
 /*
- * The end of a pass that copied every region: when no node failed
- * meanwhile, the copies agree and the bitmap may clear.  Otherwise
- * the bits stay, for the next pass.
+ * The end of a pass that copied every region: when no node is failed
+ * (none failed meanwhile, every one was brought back), the copies agree
+ * and the bitmap may clear.  Otherwise the bits stay, for the next pass.
  */
-static int coroutine_fn GRAPH_RDLOCK
-stripe_co_resync_end(BlockDriverState *bs, uint64_t failed_before,
-                     Error **errp)
+int coroutine_fn GRAPH_RDLOCK
+stripe_co_resync_end(BlockDriverState *bs, Error **errp)
 {
     BDRVStripeState *s = bs->opaque;
     int ret = stripe_co_resync_finish(bs, errp);
 
-    if (ret == 0 && !(qatomic_read(&s->failed) & ~failed_before)) {
+    if (ret == 0 && !qatomic_read(&s->failed)) {
         qatomic_set(&s->bitmap.resync_pending, false);
     }
     return ret;
@@ -133,7 +136,7 @@ int coroutine_fn GRAPH_RDLOCK
 stripe_co_resync_offline(BlockDriverState *bs, Error **errp)
 {
     BDRVStripeState *s = bs->opaque;
-    uint64_t r = 0, failed = stripe_resync_begin(s);
+    uint64_t r = 0;
     void *buf = qemu_try_blockalign(bs, STRIPE_RESYNC_CHUNK);
     int ret = 0;
 
@@ -141,6 +144,7 @@ stripe_co_resync_offline(BlockDriverState *bs, Error **errp)
         error_setg(errp, "stripe: no memory to resync");
         return -ENOMEM;
     }
+    stripe_resync_begin(s, UINT64_MAX);
     while (stripe_bitmap_next_dirty(s, &r)) {
         ret = stripe_co_resync_region(bs, r, buf);
         if (ret < 0) {
@@ -153,7 +157,7 @@ stripe_co_resync_offline(BlockDriverState *bs, Error **errp)
     }
     qemu_vfree(buf);
     if (ret == 0) {
-        ret = stripe_co_resync_end(bs, failed, errp);
+        ret = stripe_co_resync_end(bs, errp);
     }
     qatomic_set(&s->resync.nodes, 0);
     if (ret == 0) {
@@ -185,21 +189,19 @@ static bool coroutine_fn stripe_resync_co_checkpoint(BDRVStripeState *s)
     return !qatomic_read(&rs->stop);
 }
 
-static void coroutine_fn stripe_resync_entry(void *opaque)
+/*
+ * One pass over the regions set now.  Returns -ECANCELED when it must end
+ * (close, inactivation), another error when a region could not be copied.
+ */
+static int coroutine_fn stripe_resync_co_pass(BlockDriverState *bs,
+                                              uint64_t nodes, void *buf)
 {
-    BlockDriverState *bs = opaque;
     BDRVStripeState *s = bs->opaque;
-    uint64_t r = 0, failed;
+    uint64_t r = 0, failed = stripe_resync_begin(s, nodes);
     Error *local_err = NULL;
-    void *buf = qemu_try_blockalign(bs, STRIPE_RESYNC_CHUNK);
-    int ret = -ENOMEM;
+    int ret = 0;
 
-    if (!buf || !stripe_resync_co_checkpoint(s)) {
-        goto out;
-    }
-    failed = stripe_resync_begin(s);
     trace_stripe_resync_start(bs, failed, s->resync.regions_total);
-    ret = 0;
     while (stripe_bitmap_next_dirty(s, &r)) {
         if (!stripe_resync_co_checkpoint(s)) {
             ret = -ECANCELED;
@@ -218,10 +220,13 @@ static void coroutine_fn stripe_resync_entry(void *opaque)
         qatomic_inc(&s->resync.regions_done);
         r++;
     }
-    if (ret == 0 && stripe_resync_co_checkpoint(s)) {
+    if (ret == 0 && !stripe_resync_co_checkpoint(s)) {
+        ret = -ECANCELED;
+    }
+    if (ret == 0) {
         bdrv_inc_in_flight(bs);
         bdrv_graph_co_rdlock();
-        ret = stripe_co_resync_end(bs, failed, &local_err);
+        ret = stripe_co_resync_end(bs, &local_err);
         bdrv_graph_co_rdunlock();
         bdrv_dec_in_flight(bs);
         if (ret < 0) {
@@ -230,28 +235,127 @@ static void coroutine_fn stripe_resync_entry(void *opaque)
     }
     trace_stripe_resync_done(bs, qatomic_read(&s->resync.regions_done),
                              qatomic_read(&s->resync.bytes), ret);
-
-out:
-    qemu_vfree(buf);
     /* nodes not brought back stay failed, and get no more writes */
     qatomic_set(&s->resync.nodes, 0);
+    return ret;
+}
+
+/*
+ * Whether a failed node answers again: it has answered every request
+ * given up on (a node that has not is still away, and asking it more
+ * would only add to them), and it reads its first block in time.
+ */
+static bool coroutine_fn stripe_resync_co_node_answers(BlockDriverState *bs,
+                                                       uint32_t node,
+                                                       void *buf)
+{
+    BDRVStripeState *s = bs->opaque;
+    int64_t timeout_ns = qatomic_read(&s->node_timeout_ns);
+    QEMUIOVector qiov;
+    int ret;
+
+    if (qatomic_read(&s->health[node].outstanding)) {
+        return false;
+    }
+    qemu_iovec_init_buf(&qiov, buf, BDRV_SECTOR_SIZE);
+    bdrv_inc_in_flight(bs);
+    bdrv_graph_co_rdlock();
+    if (timeout_ns) {
+        ret = stripe_co_node_request_deadline(bs, node, STRIPE_OP_READ, 0,
+                                              BDRV_SECTOR_SIZE, &qiov, 0, 0,
+                                              timeout_ns);
+    } else {
+        ret = stripe_co_node_request_counted(bs, node, STRIPE_OP_READ, 0,
+                                             BDRV_SECTOR_SIZE, &qiov, 0, 0);
+    }
+    bdrv_graph_co_rdunlock();
+    bdrv_dec_in_flight(bs);
+    return ret >= 0;
+}
+
+/*
+ * After a pass that left a node failed (it failed again, or a region could
+ * not be read): wait, longer each time, until a failed node answers.
+ * Returns the nodes to bring back in the next pass, 0 when the worker
+ * must end.
+ */
+static uint64_t coroutine_fn stripe_resync_co_wait_retry(BlockDriverState *bs,
+                                                         void *buf)
+{
+    BDRVStripeState *s = bs->opaque;
+    int64_t wait_ns = STRIPE_RESYNC_RETRY_MIN_NS;
+    uint64_t failed, answers;
+    uint32_t i;
+
+    for (;;) {
+        qemu_co_sleep_ns_wakeable(&s->resync.sleep, QEMU_CLOCK_REALTIME,
+                                  wait_ns);
+        if (!stripe_resync_co_checkpoint(s) ||
+            !qatomic_read(&s->auto_resync)) {
+            return 0;
+        }
+        failed = qatomic_read(&s->failed);
+        if (!failed) {
+            return UINT64_MAX;  /* a region could not be read: try again */
+        }
+        answers = 0;
+        for (i = 0; i < s->node_count; i++) {
+            if (((failed >> i) & 1) &&
+                stripe_resync_co_node_answers(bs, i, buf)) {
+                answers |= UINT64_C(1) << i;
+            }
+        }
+        if (answers) {
+            return answers;
+        }
+        wait_ns = MIN(wait_ns * 2, STRIPE_RESYNC_RETRY_MAX_NS);
+    }
+}
+
+static void coroutine_fn stripe_resync_entry(void *opaque)
+{
+    BlockDriverState *bs = opaque;
+    BDRVStripeState *s = bs->opaque;
+    void *buf = qemu_try_blockalign(bs, STRIPE_RESYNC_CHUNK);
+    uint64_t nodes = UINT64_MAX;
+    int ret;
+
+    while (buf && nodes && stripe_resync_co_checkpoint(s)) {
+        ret = stripe_resync_co_pass(bs, nodes, buf);
+        if (ret == -ECANCELED || !qatomic_read(&s->bitmap.resync_pending)) {
+            break;
+        }
+        warn_report("stripe: the resync left a node failed (%s); it goes on "
+                    "once the node answers", ret < 0 ? strerror(-ret) :
+                    "it failed again");
+        nodes = stripe_resync_co_wait_retry(bs, buf);
+    }
+    qemu_vfree(buf);
     qatomic_set(&s->resync.co, NULL);
     aio_wait_kick();
 }
 
 /*
- * Whether a pass has work and may run now: a writable image with
+ * Whether this open resyncs by itself: an image with a bitmap, writable,
  * auto-resync on, not opened for qemu-img check (which resyncs inline)
  * nor inactive (migration).
  */
-bool stripe_resync_wanted(BlockDriverState *bs)
+bool stripe_resync_at_open(BlockDriverState *bs)
 {
     BDRVStripeState *s = bs->opaque;
 
     return s->geo.bitmap_region && qatomic_read(&s->auto_resync) &&
-           qatomic_read(&s->bitmap.resync_pending) &&
            !bdrv_is_read_only(bs) &&
            !(bs->open_flags & (BDRV_O_CHECK | BDRV_O_INACTIVE));
+}
+
+/* Whether a background pass has work and may run now. */
+bool stripe_resync_wanted(BlockDriverState *bs)
+{
+    BDRVStripeState *s = bs->opaque;
+
+    return stripe_resync_at_open(bs) && !qatomic_read(&s->resync.job) &&
+           qatomic_read(&s->bitmap.resync_pending);
 }
 
 void stripe_resync_start(BlockDriverState *bs)
@@ -279,15 +383,27 @@ static void stripe_resync_unpark(BlockDriverState *bs)
     }
 }
 
+static void stripe_resync_wake_bh(void *opaque)
+{
+    BDRVStripeState *s = opaque;
+
+    qemu_co_sleep_wake(&s->resync.sleep);
+}
+
 void stripe_resync_stop(BlockDriverState *bs)
 {
     BDRVStripeState *s = bs->opaque;
 
     GLOBAL_STATE_CODE();
+    if (!qatomic_read(&s->resync.co)) {
+        return;
+    }
     qatomic_set(&s->resync.stop, true);
     /* told before unparking: pairs with the checkpoint's */
     smp_mb();
     stripe_resync_unpark(bs);
+    /* in the worker's thread, where its sleep's timer runs too */
+    aio_wait_bh_oneshot(bdrv_get_aio_context(bs), stripe_resync_wake_bh, s);
     BDRV_POLL_WHILE(bs, qatomic_read(&s->resync.co));
 }
 

@@ -16,6 +16,7 @@
  *                        and bringing failed nodes back
  *   stripe-rebuild.c     copying all of a failed node's units back to it
  *                        (images without a bitmap)
+ *   stripe-job.c         QMP: resync and replace nodes as a block job
  *   stripe-cache.c       guest requests through the writeback cache, and
  *                        its lifecycle
  *   stripe-cache-jobs.c  running the cache's writeback and prefetch jobs
@@ -71,6 +72,9 @@
 #define STRIPE_BITMAP_ROTATE_NS         (5 * NANOSECONDS_PER_SECOND)
 /* Bytes the resync copies at a time, at most. */
 #define STRIPE_RESYNC_CHUNK             (1024 * 1024)
+/* Between passes while a node stays failed: doubling, up to a minute. */
+#define STRIPE_RESYNC_RETRY_MIN_NS      NANOSECONDS_PER_SECOND
+#define STRIPE_RESYNC_RETRY_MAX_NS      (60 * NANOSECONDS_PER_SECOND)
 
 /* Jobs taken from the core under one hold of its lock. */
 #define STRIPE_CACHE_KICK_BATCH         16
@@ -238,9 +242,11 @@ typedef struct StripeBitmap {
  */
 typedef struct StripeResync {
     Coroutine *co;              /* the worker while it runs */
+    void *job;                  /* a stripe-resync block job, or NULL */
     Coroutine *parked;          /* the worker while the node is drained */
     bool paused;                /* drained: start no region */
     bool stop;                  /* close or inactivate: end */
+    QemuCoSleep sleep;          /* the worker, waiting for a node to answer */
     uint64_t nodes;             /* failed nodes being brought back */
     uint64_t regions_total;     /* progress of this pass */
     uint64_t regions_done;
@@ -465,6 +471,7 @@ stripe_bitmap_co_reload(BlockDriverState *bs, Error **errp);
 void coroutine_fn stripe_bitmap_co_grow(BlockDriverState *bs, uint64_t size);
 uint64_t stripe_bitmap_dirty_regions(BDRVStripeState *s);
 uint64_t stripe_bitmap_snapshot(BDRVStripeState *s);
+int coroutine_fn GRAPH_RDLOCK stripe_bitmap_co_set_all(BlockDriverState *bs);
 bool stripe_bitmap_next_dirty(BDRVStripeState *s, uint64_t *region);
 void coroutine_fn stripe_bitmap_co_lock_region(BDRVStripeState *s,
                                                uint64_t region);
@@ -489,6 +496,7 @@ static inline StripeNodeState stripe_node_state(BDRVStripeState *s,
 int coroutine_fn GRAPH_RDLOCK
 stripe_co_rebuild_node(BlockDriverState *bs, uint32_t node, uint64_t *units,
                        Error **errp);
+bool stripe_resync_at_open(BlockDriverState *bs);
 bool stripe_resync_wanted(BlockDriverState *bs);
 void stripe_resync_start(BlockDriverState *bs);
 void stripe_resync_stop(BlockDriverState *bs);
@@ -496,6 +504,11 @@ void stripe_resync_pause(BlockDriverState *bs);
 void stripe_resync_resume(BlockDriverState *bs);
 int coroutine_fn GRAPH_RDLOCK
 stripe_co_resync_offline(BlockDriverState *bs, Error **errp);
+uint64_t stripe_resync_begin(BDRVStripeState *s, uint64_t nodes);
+int coroutine_fn GRAPH_RDLOCK
+stripe_co_resync_region(BlockDriverState *bs, uint64_t r, void *buf);
+int coroutine_fn GRAPH_RDLOCK
+stripe_co_resync_end(BlockDriverState *bs, Error **errp);
 
 /* stripe-deadline.c */
 int coroutine_fn GRAPH_RDLOCK

@@ -62,20 +62,29 @@ class QMP:
         except OSError as e:
             raise QMPError('QMP write failed: %s' % e)
 
+    def answer(self, timeout):
+        """The answer to the command sent last, read within @timeout
+        seconds (events meanwhile are kept); None if none came."""
+        while True:
+            r = self._read(timeout)
+            if r is None or 'event' not in r:
+                return r
+            self.events.append(r)
+
+    def result(self, command, r):
+        """An answer's 'return' value, or QMPError."""
+        if 'error' in r:
+            raise QMPError('%s: %s' % (command, r['error'].get('desc')))
+        return r.get('return')
+
     def cmd(self, command, timeout=None, **args):
         """Run a command; its 'return' value, or QMPError."""
         timeout = timeout or self.timeout
         self.send(command, **args)
-        while True:
-            r = self._read(timeout)
-            if r is None:
-                raise QMPError('%s: no answer in %d s' % (command, timeout))
-            if 'event' in r:
-                self.events.append(r)
-                continue
-            if 'error' in r:
-                raise QMPError('%s: %s' % (command, r['error'].get('desc')))
-            return r.get('return')
+        r = self.answer(timeout)
+        if r is None:
+            raise QMPError('%s: no answer in %d s' % (command, timeout))
+        return self.result(command, r)
 
     def wait_event(self, name, timeout):
         """The first event called @name (seen before or arriving within

@@ -1,0 +1,366 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Block driver "stripe": bringing failed nodes back, and replacing a
+ * failed node with a blank one, from QMP while the disk is in use.
+ *
+ * Both run the resync of stripe-resync.c as a block job ("stripe-resync"
+ * in query-jobs): progress in bytes of regions, pause and resume (also
+ * while the node is drained), cancel, and a speed limit.  The image's
+ * own background resync (auto-resync) steps aside while a job runs.
+ *
+ * stripe-node-resync brings back every failed node that answers: the
+ * regions set in the write-intent bitmap (written while it was away)
+ * are copied to it, then it is marked live.
+ *
+ * stripe-node-replace puts a blank node in the place of a failed one: the
+ * new node takes its index and gets a header older than the live nodes'
+ * (so that a restart still sees it failed), every region is set in the
+ * bitmap of the live nodes (so that a resync after a crash copies all of
+ * it too), and the job copies every region.
+ */
+
+#include "qemu/osdep.h"
+#include "block/block-io.h"
+#include "block/block_int.h"
+#include "block/blockjob_int.h"
+#include "qapi/error.h"
+#include "qapi/qapi-commands-block-core.h"
+#include "system/block-backend.h"
+#include "qemu/memalign.h"
+#include "stripe.h"
+#include "trace.h"
+
+typedef struct StripeResyncJob {
+    BlockJob common;
+    BlockDriverState *bs;
+    int64_t replace;            /* the node index replaced, or -1 */
+} StripeResyncJob;
+
+/*
+ * The blank node now at index @node: room for its share, a clear bitmap,
+ * and a header one generation older than the live nodes', which list it
+ * as failed.
+ */
+static int coroutine_fn GRAPH_RDLOCK
+stripe_co_adopt_node(BlockDriverState *bs, uint32_t node, Error **errp)
+{
+    BDRVStripeState *s = bs->opaque;
+    BdrvChild *child = s->nodes[node];
+    StripeHeader h;
+    int ret;
+
+    WITH_QEMU_LOCK_GUARD(&s->resize_lock) {
+        ret = stripe_co_fit_node(bs, node, s->geo.virtual_size, errp);
+    }
+    if (ret < 0) {
+        return ret;
+    }
+    ret = bdrv_co_pwrite_zeroes(child, s->geo.bitmap_offset,
+                                s->geo.data_offset - s->geo.bitmap_offset, 0);
+    if (ret < 0) {
+        error_setg_errno(errp, -ret, "stripe: cannot clear the bitmap of "
+                         "node index %u (%s)", node, child->bs->filename);
+        return ret;
+    }
+    QEMU_LOCK_GUARD(&s->health_lock);
+    stripe_header_for_node(s, node, &h);
+    h.failed &= ~(UINT64_C(1) << node);
+    h.generation = s->generation - 1;
+    s->stale[node] = false;
+    return stripe_co_write_header(child, &h, errp);
+}
+
+static int coroutine_fn stripe_resync_job_run(Job *job, Error **errp)
+{
+    StripeResyncJob *sj = container_of(job, StripeResyncJob, common.job);
+    BlockDriverState *bs = sj->bs;
+    BDRVStripeState *s = bs->opaque;
+    uint64_t region = s->geo.bitmap_region, r = 0, failed, total;
+    void *buf = qemu_try_blockalign(bs, STRIPE_RESYNC_CHUNK);
+    int ret = 0;
+
+    if (!buf) {
+        error_setg(errp, "stripe: no memory to resync");
+        return -ENOMEM;
+    }
+    if (sj->replace >= 0) {
+        bdrv_graph_co_rdlock();
+        ret = stripe_bitmap_co_set_all(bs);
+        if (ret < 0) {
+            error_setg_errno(errp, -ret, "stripe: cannot set the "
+                             "write-intent bitmap");
+        } else {
+            ret = stripe_co_adopt_node(bs, sj->replace, errp);
+        }
+        bdrv_graph_co_rdunlock();
+    }
+    if (ret < 0) {
+        goto out;
+    }
+
+    failed = stripe_resync_begin(s, UINT64_MAX);
+    total = qatomic_read(&s->resync.regions_total);
+    job_progress_set_remaining(job, total * region);
+    while (stripe_bitmap_next_dirty(s, &r)) {
+        if (job_is_cancelled(job)) {
+            ret = -ECANCELED;
+            goto out;
+        }
+        bdrv_graph_co_rdlock();
+        ret = stripe_co_resync_region(bs, r, buf);
+        bdrv_graph_co_rdunlock();
+        if (ret < 0) {
+            error_setg_errno(errp, -ret, "stripe: cannot resync the region "
+                             "at %" PRIu64, r * region);
+            goto out;
+        }
+        qatomic_inc(&s->resync.regions_done);
+        job_progress_update(job, region);
+        block_job_ratelimit_processed_bytes(&sj->common, region);
+        /* the pause point, and the speed limit */
+        block_job_ratelimit_sleep(&sj->common);
+        r++;
+    }
+    if (qatomic_read(&s->resync.nodes) != failed) {
+        error_setg(errp, "stripe: a node being brought back failed again");
+        ret = -EIO;
+        goto out;
+    }
+    bdrv_graph_co_rdlock();
+    ret = stripe_co_resync_end(bs, errp);
+    bdrv_graph_co_rdunlock();
+
+out:
+    qemu_vfree(buf);
+    qatomic_set(&s->resync.nodes, 0);
+    return ret;
+}
+
+static void stripe_resync_job_clean(Job *job)
+{
+    StripeResyncJob *sj = container_of(job, StripeResyncJob, common.job);
+    BDRVStripeState *s = sj->bs->opaque;
+
+    qatomic_set(&s->resync.job, NULL);
+    /* what is left (a cancelled job) goes to the background resync */
+    stripe_resync_start(sj->bs);
+    bdrv_unref(sj->bs);
+}
+
+static const BlockJobDriver stripe_resync_job_driver = {
+    .job_driver = {
+        .instance_size = sizeof(StripeResyncJob),
+        .job_type      = JOB_TYPE_STRIPE_RESYNC,
+        .free          = block_job_free,
+        .run           = stripe_resync_job_run,
+        .clean         = stripe_resync_job_clean,
+        .user_resume   = block_job_user_resume,
+    },
+};
+
+/* The replicated stripe image @node_name, able to run a job now. */
+static BlockDriverState *stripe_job_target(const char *node_name,
+                                           Error **errp)
+{
+    BlockDriverState *bs = bdrv_find_node(node_name);
+    BDRVStripeState *s;
+
+    if (!bs) {
+        error_setg(errp, "stripe: no node named '%s'", node_name);
+        return NULL;
+    }
+    if (!bs->drv || strcmp(bs->drv->format_name, "stripe")) {
+        error_setg(errp, "stripe: node '%s' is not a stripe image",
+                   node_name);
+        return NULL;
+    }
+    s = bs->opaque;
+    if (!s->geo.bitmap_region) {
+        error_setg(errp, "stripe: node '%s' has no write-intent bitmap "
+                   "(copies %u): rebuild its failed nodes offline with "
+                   "'qemu-img check -r all'", node_name, s->geo.copies);
+        return NULL;
+    }
+    if (bdrv_is_read_only(bs)) {
+        error_setg(errp, "stripe: node '%s' is read-only", node_name);
+        return NULL;
+    }
+    if (qatomic_read(&s->resync.job)) {
+        error_setg(errp, "stripe: node '%s' already runs a resync job",
+                   node_name);
+        return NULL;
+    }
+    return bs;
+}
+
+static void stripe_job_start(BlockDriverState *bs, const char *job_id,
+                             int64_t replace, bool has_speed, int64_t speed,
+                             bool has_auto_finalize, bool auto_finalize,
+                             bool has_auto_dismiss, bool auto_dismiss,
+                             Error **errp)
+{
+    BDRVStripeState *s = bs->opaque;
+    StripeResyncJob *sj;
+    int flags = JOB_DEFAULT;
+
+    if (has_auto_finalize && !auto_finalize) {
+        flags |= JOB_MANUAL_FINALIZE;
+    }
+    if (has_auto_dismiss && !auto_dismiss) {
+        flags |= JOB_MANUAL_DISMISS;
+    }
+    /* the job does what the background resync would */
+    stripe_resync_stop(bs);
+    sj = block_job_create(job_id, &stripe_resync_job_driver, NULL, bs, 0,
+                          BLK_PERM_ALL, has_speed ? speed : 0, flags, NULL,
+                          NULL, errp);
+    if (!sj) {
+        stripe_resync_start(bs);
+        return;
+    }
+    bdrv_ref(bs);
+    sj->bs = bs;
+    sj->replace = replace;
+    qatomic_set(&s->resync.job, sj);
+    job_start(&sj->common.job);
+}
+
+void qmp_stripe_node_resync(const char *job_id, const char *node_name,
+                            bool has_speed, int64_t speed,
+                            bool has_auto_finalize, bool auto_finalize,
+                            bool has_auto_dismiss, bool auto_dismiss,
+                            Error **errp)
+{
+    BlockDriverState *bs;
+    BDRVStripeState *s;
+
+    GLOBAL_STATE_CODE();
+    bs = stripe_job_target(node_name, errp);
+    if (!bs) {
+        return;
+    }
+    s = bs->opaque;
+    if (!qatomic_read(&s->failed) && !stripe_bitmap_dirty_regions(s)) {
+        error_setg(errp, "stripe: node '%s' has no failed node and no "
+                   "dirty region: nothing to resync", node_name);
+        return;
+    }
+    stripe_job_start(bs, job_id, -1, has_speed, speed, has_auto_finalize,
+                     auto_finalize, has_auto_dismiss, auto_dismiss, errp);
+}
+
+/*
+ * Whether @new_bs may take a node's place: used by nothing else (so not
+ * a node of the image), and not holding a stripe header (a node of some
+ * image: its data would be lost).  Its size is checked by the job, which
+ * grows it if it can.
+ */
+static bool stripe_replacement_ok(BlockDriverState *new_bs, Error **errp)
+{
+    uint8_t buf[STRIPE_HEADER_SIZE];
+    g_autofree char *msg = NULL;
+    StripeHeader h;
+    BlockBackend *blk;
+    bool in_use;
+    int ret;
+
+    bdrv_graph_rdlock_main_loop();
+    in_use = !QLIST_EMPTY(&new_bs->parents);
+    bdrv_graph_rdunlock_main_loop();
+    if (in_use) {
+        error_setg(errp, "stripe: node '%s' is in use",
+                   bdrv_get_node_name(new_bs));
+        return false;
+    }
+    blk = blk_new_with_bs(new_bs, BLK_PERM_CONSISTENT_READ, BLK_PERM_ALL,
+                          errp);
+    if (!blk) {
+        return false;
+    }
+    ret = blk_pread(blk, 0, sizeof(buf), buf, 0);
+    blk_unref(blk);
+    if (ret < 0) {
+        error_setg_errno(errp, -ret, "stripe: cannot read node '%s'",
+                         bdrv_get_node_name(new_bs));
+        return false;
+    }
+    if (stripe_header_decode(buf, sizeof(buf), &h, &msg) !=
+        STRIPE_HEADER_BLANK &&
+        !memcmp(buf, STRIPE_MAGIC, STRIPE_MAGIC_LEN)) {
+        char uuid[37];
+
+        stripe_uuid_unparse(h.uuid, uuid);
+        error_setg(errp, "stripe: node '%s' holds a stripe header (image "
+                   "%s): give a blank node", bdrv_get_node_name(new_bs),
+                   uuid);
+        return false;
+    }
+    return true;
+}
+
+void qmp_stripe_node_replace(const char *job_id, const char *node_name,
+                             uint32_t index, const char *new_node,
+                             bool has_speed, int64_t speed,
+                             bool has_auto_finalize, bool auto_finalize,
+                             bool has_auto_dismiss, bool auto_dismiss,
+                             Error **errp)
+{
+    BlockDriverState *bs, *new_bs;
+    BDRVStripeState *s;
+    uint64_t outstanding;
+    int ret;
+
+    GLOBAL_STATE_CODE();
+    bs = stripe_job_target(node_name, errp);
+    if (!bs) {
+        return;
+    }
+    s = bs->opaque;
+    if (index >= s->node_count) {
+        error_setg(errp, "stripe: index %u is out of range (%u nodes)",
+                   index, s->node_count);
+        return;
+    }
+    if (!stripe_node_failed(s, index)) {
+        error_setg(errp, "stripe: node index %u (%s) is not failed: only a "
+                   "failed node can be replaced", index,
+                   s->nodes[index]->bs->filename);
+        return;
+    }
+    /*
+     * Detaching a node waits for its requests (a drain, and the graph lock
+     * that requests given up on hold): ask the operator, do not hang.
+     */
+    outstanding = qatomic_read(&s->health[index].outstanding);
+    if (outstanding) {
+        error_setg(errp, "stripe: node index %u (%s) has not answered %"
+                   PRIu64 " requests given up on, and cannot be detached "
+                   "before it does: bring its target back (even with the LUN "
+                   "offline) or let its driver fail them", index,
+                   s->nodes[index]->bs->filename, outstanding);
+        return;
+    }
+    new_bs = bdrv_find_node(new_node);
+    if (!new_bs) {
+        error_setg(errp, "stripe: no node named '%s'", new_node);
+        return;
+    }
+    if (!stripe_replacement_ok(new_bs, errp)) {
+        return;
+    }
+    if (bdrv_try_change_aio_context(new_bs, bdrv_get_aio_context(bs), NULL,
+                                    errp) < 0) {
+        return;
+    }
+    stripe_resync_stop(bs);
+    ret = bdrv_replace_child_bs(s->nodes[index], new_bs, errp);
+    if (ret < 0) {
+        stripe_resync_start(bs);
+        return;
+    }
+    bdrv_graph_rdlock_main_loop();
+    bdrv_refresh_filename(new_bs);
+    bdrv_graph_rdunlock_main_loop();
+    stripe_job_start(bs, job_id, index, has_speed, speed, has_auto_finalize,
+                     auto_finalize, has_auto_dismiss, auto_dismiss, errp);
+}
