@@ -8,12 +8,15 @@
 # in qemu-system-x86_64 (TCG) with the disk attached by one -drive line.
 # The guest makes an ext4 filesystem, writes files, checks them after a
 # remount and measures throughput; the nodes are then killed and restarted
-# and a second boot finds every file intact.  Leaves nothing running; exits
-# non-zero if any check fails.  See docs/first-steps.md.
+# and a second boot finds every file intact.  With --copies 2 every stripe
+# unit is on two nodes, and one node is killed while the guest writes: the
+# guest must not notice, and the second boot brings the node back.  Leaves
+# nothing running; exits non-zero if any check fails.  See
+# docs/first-steps.md.
 #
-#   scripts/demo.sh [--nodes N] [--cache-mode MODE] [--disk-size SIZE]
-#                   [--stripe-unit SIZE] [--cache-size V] [--opt NAME=VALUE]
-#                   ...   (--help for all)
+#   scripts/demo.sh [--nodes N] [--copies C] [--cache-mode MODE]
+#                   [--disk-size SIZE] [--stripe-unit SIZE] [--cache-size V]
+#                   [--opt NAME=VALUE] ...   (--help for all)
 #
 # QEMU_STRIPE_BUILD selects the build directory (default: ./build); the
 # guest logs of the last run stay in BUILD/demo.
@@ -29,6 +32,9 @@ VM="$REPO/qtests/vm"
 HARNESS="$REPO/qtests/harness/storage-nodes"
 
 NODES=4
+COPIES=1
+SICK=1              # the node killed while the guest writes (--copies > 1)
+NODE_TIMEOUT=5
 NODE_RATE=""
 CACHE_MODE=writeback
 DISK_SIZE=1G
@@ -50,6 +56,9 @@ usage() {
 usage: scripts/demo.sh [options]
 
   --nodes N             storage nodes to stripe over (default $NODES)
+  --copies C            copies of every stripe unit, 1 to 3 (default $COPIES);
+                        with 2 or 3, node $SICK is killed -9 while the guest
+                        writes its files, and the guest must not notice
   --node-rate RATE      cap each node's bandwidth, e.g. 100mbit (each node in
                         its own network namespace; loopback nodes are
                         CPU-bound, capped ones show what striping gains)
@@ -84,6 +93,7 @@ while [ $# -gt 0 ]; do
     case "$1" in
     -h | --help) usage; exit 0 ;;
     --nodes) NODES=$2; shift 2 ;;
+    --copies) COPIES=$2; shift 2 ;;
     --node-rate) NODE_RATE=$2; shift 2 ;;
     --cache-mode) CACHE_MODE=$2; shift 2 ;;
     --disk-size) DISK_SIZE=$2; shift 2 ;;
@@ -108,6 +118,8 @@ none | writeback | writethrough | directsync | unsafe) ;;
 esac
 [[ "$NODES" =~ ^[0-9]+$ ]] && [ "$NODES" -ge 1 ] && [ "$NODES" -le 32 ] ||
     die "--nodes must be 1 to 32"
+[[ "$COPIES" =~ ^[1-3]$ ]] && [ "$COPIES" -le "$NODES" ] ||
+    die "--copies must be 1 to 3, and at most --nodes ($NODES)"
 for v in FILES_MIB SEQ_MIB RAND_OPS; do
     [[ "${!v}" =~ ^[0-9]+$ ]] || die "--${v,,} must be a number"
 done
@@ -127,8 +139,11 @@ took() {
 }
 
 POOL_DIR=$(mktemp -d /tmp/qemu-stripe-demo.XXXXXX)
-guest_pid=""
+guest_pid="" killer=""
 cleanup() {
+    if [ -n "$killer" ]; then
+        kill "$killer" 2>/dev/null || true
+    fi
     # run-guest cleans up after QEMU when asked nicely.
     if [ -n "$guest_pid" ]; then
         kill -TERM "$guest_pid" 2>/dev/null || true
@@ -158,9 +173,9 @@ echo "   kernel from $(cat "$GUEST/kernel-version")," \
      "(contents: $GUEST/manifest.txt)"
 took
 
-# Each node holds ceil(size / unit / N) units after a data offset of
-# max(1 MiB, unit); round up to MiB and leave one unit to spare.
-units=$(( (disk_bytes + unit_bytes - 1) / unit_bytes ))
+# Each node holds ceil(size * copies / unit / N) units after a data offset
+# of max(1 MiB, unit); round up to MiB and leave one unit to spare.
+units=$(( (disk_bytes + unit_bytes - 1) / unit_bytes * COPIES ))
 per_node=$(( ((units + NODES - 1) / NODES + 1) * unit_bytes ))
 offset=$(( unit_bytes > 1048576 ? unit_bytes : 1048576 ))
 node_mib=$(( (per_node + offset + 1048575) / 1048576 ))
@@ -187,23 +202,29 @@ for ((i = 0; i < NODES; i++)); do
 done
 took
 
+copies_note="" create_opts="stripe-unit=$STRIPE_UNIT"
+if [ "$COPIES" -gt 1 ]; then
+    copies_note=", $COPIES copies of every unit"
+    create_opts+=",copies=$COPIES"
+fi
 step "creating a $DISK_SIZE striped disk over the $nodes_word" \
-     "($STRIPE_UNIT stripe unit)"
+     "($STRIPE_UNIT stripe unit$copies_note)"
 IMG="stripe:$(IFS='|'; echo "${urls[*]}")"
 # A single node needs a trailing '|': "stripe:X" alone means files X.0, ...
 [ "$NODES" = 1 ] && IMG+="|"
-echo "   qemu-img create -f stripe -o stripe-unit=$STRIPE_UNIT" \
+echo "   qemu-img create -f stripe -o $create_opts" \
      "'stripe:URL0|URL1|...' $DISK_SIZE"
-"$QEMU/qemu-img" create -q -f stripe -o stripe-unit="$STRIPE_UNIT" \
-    "$IMG" "$DISK_SIZE"
+"$QEMU/qemu-img" create -q -f stripe -o "$create_opts" "$IMG" "$DISK_SIZE"
 "$QEMU/qemu-img" info -f stripe "$IMG" |
-    grep -e 'virtual size' -e uuid -e 'stripe unit' | sed 's/^ */   /'
+    grep -e 'virtual size' -e uuid -e 'stripe unit' -e copies |
+    sed 's/^ */   /'
 took
 
 DRIVE="if=virtio,id=stripe0,driver=stripe,cache=$CACHE_MODE"
 for ((i = 0; i < NODES; i++)); do
     DRIVE+=",nodes.$i.filename=${urls[$i]}"
 done
+[ "$COPIES" -gt 1 ] && DRIVE+=",node-timeout=$NODE_TIMEOUT"
 for o in "${EXTRA_OPTS[@]}"; do
     DRIVE+=",$o"
 done
@@ -227,6 +248,11 @@ id=stripe0 names it, for query-blockstats over QMP.  driver=stripe is our
 driver; it assembles the disk from the nodes.N.filename entries, here
 $NODES iSCSI LUNs opened by QEMU's libiscsi driver, in any order: each
 node's header says where it belongs.  cache=$CACHE_MODE: $mode_note."
+if [ "$COPIES" -gt 1 ]; then
+    explain+="  node-timeout=$NODE_TIMEOUT: a node that does not answer
+within $NODE_TIMEOUT s is marked failed and the other copies serve its
+data."
+fi
 if [ ${#EXTRA_OPTS[@]} != 0 ]; then
     explain+="  ${EXTRA_OPTS[*]}: passed to the stripe driver as they are;
 a driver without such an option refuses to open the disk and QEMU names the
@@ -265,12 +291,31 @@ boot() {
         --stats "$LOGS/boot$b.stats.json" "${ref[@]}"
 }
 
-step "boot 1: mkfs, write files, check them after a remount, throughput"
+if [ "$COPIES" -gt 1 ]; then
+    step "boot 1: mkfs, write files (node $SICK is killed -9 as the guest" \
+         "starts to copy them), check them after a remount, throughput"
+    # the guest prints its sources just before it copies them to the disk
+    "$VM/kill-node-when" "$POOL_DIR" $SICK "$LOGS/boot1.results" \
+        "QS sources" "QS end" "$BOOT_TIMEOUT" > "$LOGS/kill.log" &
+    killer=$!
+else
+    step "boot 1: mkfs, write files, check them after a remount, throughput"
+fi
 boot 1 "qs.mode=write qs.files_mib=$FILES_MIB qs.seq_mib=$SEQ_MIB \
 qs.rand_ops=$RAND_OPS" "" || {
     echo
     die "boot 1 failed; guest console in $LOGS/boot1.console"
 }
+if [ -n "$killer" ]; then
+    rc=0
+    wait "$killer" || rc=$?
+    killer=""
+    sed 's/^/   /' "$LOGS/kill.log"
+    [ $rc = 0 ] || die "node $SICK was not killed and restarted during boot 1"
+    echo "   node $SICK: $("$VM/guest-report" node-state \
+        --stats "$LOGS/boot1.stats.json" --node $SICK); the guest saw no" \
+         "error (failed requests: 0 above)"
+fi
 took
 
 step "the storage goes away: killing every node, then restarting it" \
@@ -291,14 +336,28 @@ echo "   restarted on the same portals and LUN files: $(count_nodes running)" \
      "of $NODES running"
 took
 
-step "boot 2: the same disk, after the restart: fsck and every file"
+if [ "$COPIES" -gt 1 ]; then
+    step "boot 2: the same disk, after the restart: node $SICK is resynced" \
+         "in the background while the guest runs fsck and checks every file"
+else
+    step "boot 2: the same disk, after the restart: fsck and every file"
+fi
 boot 2 "qs.mode=verify" "$LOGS/boot1.results" || {
     echo
     die "boot 2 failed (see the verdict above); guest console in" \
         "$LOGS/boot2.console"
 }
+if [ "$COPIES" -gt 1 ]; then
+    grep "node index $SICK .* is live again" "$LOGS/boot2.qemu.log" |
+        sed 's/^/   /' | grep . ||
+        die "node $SICK was not resynced during boot 2 (see" \
+            "$LOGS/boot2.qemu.log)"
+    echo "   node $SICK: $("$VM/guest-report" node-state \
+        --stats "$LOGS/boot2.stats.json" --node $SICK)"
+fi
 took
 
 echo
 echo "== all checks passed: $NODES $nodes_word${NODE_RATE:+ at $NODE_RATE}," \
+     "$COPIES $([ "$COPIES" = 1 ] && echo copy || echo copies)," \
      "cache=$CACHE_MODE"
