@@ -154,6 +154,16 @@ class NodeSet:
         elif self.kind == 'iscsi':
             self.pool.fault('pause', i, False)
 
+    def can_fail(self):
+        return self.kind == 'iscsi'
+
+    def fail(self, i, on):
+        """The LUN answers NOT READY to every command (on), or works again
+        (off): the node fails every request at once, holding none."""
+        if self.kind != 'iscsi':
+            raise RuntimeError('only iscsi nodes can be taken offline')
+        self.pool.fault('offline', i, on)
+
     # -- what the nodes hold ----------------------------------------------
 
     def view(self):
