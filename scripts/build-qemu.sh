@@ -227,6 +227,11 @@ configure() {
     if [ $TSAN = 1 ]; then
         args+=(--enable-tsan)
     fi
+    # Ceph RBD images as nodes (qtests/rbd), in the plain build: the
+    # sanitizer builds test the driver, not librbd.
+    if [ $ASAN = 0 ] && [ $TSAN = 0 ]; then
+        args+=(--enable-rbd)
+    fi
     # Reconfigure only when the arguments change or a configure was cut off.
     if [ -f "$OBJ/.qemu-stripe-configured" ] &&
             [ "$(cat "$OBJ/.qemu-stripe-configured")" = "${args[*]}" ]; then

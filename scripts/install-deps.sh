@@ -16,11 +16,14 @@ PACKAGES=(
     # QEMU build
     build-essential pkg-config ninja-build ccache python3 python3-venv
     libglib2.0-dev libpixman-1-dev zlib1g-dev libiscsi-dev libaio-dev
-    libfdt-dev flex bison xz-utils bzip2 perl
+    libfdt-dev flex bison xz-utils bzip2 perl librbd-dev librados-dev
     # clang -Wthread-safety check, libFuzzer, sanitizers
     clang lld libclang-rt-14-dev
     # storage nodes and load generators
     tgt libiscsi-bin fio nbdkit libnbd-bin python3-libnbd iproute2 socat jq
+    # Ceph storage nodes (qtests/harness/ceph-cluster): one monitor and
+    # memstore OSDs on loopback, no mgr
+    ceph-mon ceph-osd ceph-common uuid-runtime
     # guest boot (BIOS, option ROMs, initramfs userland)
     seabios ipxe-qemu busybox-static cpio e2fsprogs
     # tests and benchmark reports

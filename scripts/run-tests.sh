@@ -43,6 +43,7 @@ fi
 
 # A run that was killed midway may have left storage nodes behind.
 "$REPO/qtests/harness/storage-nodes" sweep
+"$REPO/qtests/harness/ceph-cluster" sweep
 
 rm -f "$BUILD/meson-logs/testlog.json"
 meson test -C "$BUILD" --num-processes 2 --print-errorlogs "$@"
@@ -50,6 +51,7 @@ rc=$?
 
 # Anything still registered now belongs to a test that did not clean up.
 "$REPO/qtests/harness/storage-nodes" sweep
+"$REPO/qtests/harness/ceph-cluster" sweep
 
 if [ ! -f "$BUILD/meson-logs/testlog.json" ]; then
     fatal "meson test produced no results (exit code $rc)"
