@@ -70,6 +70,28 @@ static bool stripe_parse_node_filename(QDict *options, const char *key,
     return true;
 }
 
+/*
+ * With its own cache on, the stripe gives a node that is a caching
+ * client itself cache.direct=on, unless the node says otherwise: else
+ * the node inherits the stripe's cache mode, and librbd would keep a
+ * second cache under the stripe's (since Ceph Pacific its writearound
+ * policy: no reads from it, every write copied into it and acknowledged
+ * early).  Other nodes keep the stripe's mode: for a local file
+ * cache.direct=on means O_DIRECT, which not every filesystem has.
+ */
+static void stripe_default_node_cache(QDict *options, const char *key,
+                                      int flags)
+{
+    g_autofree char *dkey = g_strconcat(key, ".driver", NULL);
+    g_autofree char *ckey = g_strconcat(key, ".cache.direct", NULL);
+    const char *driver = qdict_get_try_str(options, dkey);
+
+    if (!(flags & BDRV_O_NOCACHE) && driver && !strcmp(driver, "rbd") &&
+        !qdict_haskey(options, ckey)) {
+        qdict_put_str(options, ckey, "on");
+    }
+}
+
 /* The children themselves are released by bdrv_close(). */
 static void stripe_free_node_map(BDRVStripeState *s)
 {
@@ -158,6 +180,7 @@ static int stripe_open(BlockDriverState *bs, QDict *options, int flags,
         if (!stripe_parse_node_filename(options, key, errp)) {
             return -EINVAL;
         }
+        stripe_default_node_cache(options, key, flags);
         /*
          * The header is metadata: this role also keeps the children from
          * being format-probed.
