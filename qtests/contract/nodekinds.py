@@ -1,10 +1,12 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
-"""The storage nodes under a striped disk in the contract tests, of three
+"""The storage nodes under a striped disk in the contract tests, of four
 kinds: sparse files, NBD exports (one qemu-nbd per node, so that one node
-can be paused with SIGSTOP) and tgtd iSCSI LUNs (the harness pool).
+can be paused with SIGSTOP), tgtd iSCSI LUNs (the harness pool) and RBD
+images of a local Ceph cluster (qtests/rbd/ceph.py).
 
-Whatever the kind, every node is backed by a file that the tests can read
-without QEMU (NodeView), and the stripe's nodes are opened through a
+Whatever the kind, the tests can read every node without QEMU (NodeView;
+RBD images are exported to files for it), and the stripe's nodes are
+opened through a
 throttle filter of the group "tg", which the tests use to slow writeback or
 fetches down (the limits are off unless a test sets them)."""
 
@@ -13,10 +15,16 @@ import signal
 import subprocess
 import time
 
+import sys
+
 import paths
 from nodes import NodeView, Pool, run
 
-KINDS = ('file', 'nbd', 'iscsi')
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(
+    os.path.realpath(__file__))), 'rbd'))
+import ceph                                      # noqa: E402
+
+KINDS = ('file', 'nbd', 'iscsi', 'rbd')
 THROTTLE_GROUP = 'tg'
 
 
@@ -32,7 +40,14 @@ class NodeSet:
         self.pool = None
         self.nbd = []
         self.prefix = os.path.join(workdir, 'node')
-        if kind == 'iscsi':
+        self.cluster = None
+        self.node_mib = node_size >> 20
+        self.images = []
+        self.disks = 0             # RBD images are made anew per disk
+        if kind == 'rbd':
+            self.cluster = ceph.Cluster(workdir)
+            self.files = ['%s.%d' % (self.prefix, i) for i in range(count)]
+        elif kind == 'iscsi':
             self.pool = Pool(workdir, count=count,
                              size='%dM' % (node_size >> 20))
             self.files = list(self.pool.files)
@@ -48,6 +63,8 @@ class NodeSet:
         if self.kind == 'nbd':
             return {'driver': 'nbd',
                     'server': {'type': 'unix', 'path': self.sock(i)}}
+        if self.kind == 'rbd':
+            return self.cluster.node_json(self.images[i])
         return self.pool.node_json(i)
 
     def filename(self):
@@ -58,6 +75,9 @@ class NodeSet:
             return 'stripe:' + '|'.join(
                 'nbd+unix:///?socket=%s' % self.sock(i)
                 for i in range(self.count))
+        if self.kind == 'rbd':
+            return 'stripe:' + '|'.join(self.cluster.filename(x)
+                                        for x in self.images)
         return self.pool.filename()
 
     def stripe_json(self, node_name='disk', throttle=True, **opts):
@@ -88,6 +108,9 @@ class NodeSet:
                 os.truncate(f, lun_bytes)
             self.pool.create(size, unit, copies=self.copies)
             return
+        if self.kind == 'rbd':
+            self.create_rbd(size, unit)
+            return
         for f in self.files:
             if os.path.exists(f):
                 os.unlink(f)
@@ -97,6 +120,17 @@ class NodeSet:
              'stripe:' + self.prefix, str(size)])
         if self.kind == 'nbd':
             self.start_nbd()
+
+    def create_rbd(self, size, unit):
+        for name in self.images:
+            self.cluster.remove(name)
+        self.disks += 1
+        self.images = ['d%d-%d' % (self.disks, i) for i in range(self.count)]
+        for name in self.images:
+            self.cluster.create(name, self.node_mib)
+        run([paths.QEMU_IMG, 'create', '-q', '-f', 'stripe', '-o',
+             'stripe-unit=%s,copies=%d' % (unit, self.copies),
+             self.filename(), str(size)])
 
     def start_nbd(self):
         for i in range(self.count):
@@ -133,6 +167,9 @@ class NodeSet:
         if self.pool:
             self.pool.stop()
             self.pool = None
+        if self.cluster:
+            self.cluster.stop()
+            self.cluster = None
 
     # -- faults -----------------------------------------------------------
 
@@ -167,4 +204,9 @@ class NodeSet:
     # -- what the nodes hold ----------------------------------------------
 
     def view(self):
+        if self.kind == 'rbd':
+            for name, path in zip(self.images, self.files):
+                if os.path.exists(path):
+                    os.unlink(path)
+                self.cluster.export(name, path)
         return NodeView(self.files)
