@@ -132,6 +132,28 @@ stripe_co_node_request_deadline(BlockDriverState *bs, uint32_t node,
 }
 
 /*
+ * A node request of a replicated image, counted, given up on after
+ * node-timeout when that is set.
+ */
+int coroutine_fn GRAPH_RDLOCK
+stripe_co_node_request_timed(BlockDriverState *bs, uint32_t node,
+                             StripeOp op, int64_t node_offset, int64_t bytes,
+                             QEMUIOVector *qiov, size_t qiov_offset,
+                             BdrvRequestFlags flags)
+{
+    BDRVStripeState *s = bs->opaque;
+    int64_t timeout_ns = qatomic_read(&s->node_timeout_ns);
+
+    if (timeout_ns) {
+        return stripe_co_node_request_deadline(bs, node, op, node_offset,
+                                               bytes, qiov, qiov_offset,
+                                               flags, timeout_ns);
+    }
+    return stripe_co_node_request_counted(bs, node, op, node_offset, bytes,
+                                          qiov, qiov_offset, flags);
+}
+
+/*
  * Before the state goes away at close: requests given up on use it until
  * their node answers.  Closing also takes the graph lock for writing,
  * which waits for them just as long.

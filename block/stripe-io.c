@@ -86,18 +86,10 @@ stripe_co_replica_request(BlockDriverState *bs, uint32_t node, StripeOp op,
                           BdrvRequestFlags flags, StripeRwOut *out)
 {
     BDRVStripeState *s = bs->opaque;
-    int64_t timeout_ns = qatomic_read(&s->node_timeout_ns);
     int ret;
 
-    if (timeout_ns) {
-        ret = stripe_co_node_request_deadline(bs, node, op, node_offset,
-                                              bytes, qiov, qiov_offset,
-                                              flags, timeout_ns);
-    } else {
-        ret = stripe_co_node_request_counted(bs, node, op, node_offset,
-                                             bytes, qiov, qiov_offset,
-                                             flags);
-    }
+    ret = stripe_co_node_request_timed(bs, node, op, node_offset, bytes,
+                                       qiov, qiov_offset, flags);
     if (ret >= 0 || ret == -ENOMEM) {
         if (out && ret >= 0) {
             qatomic_add(&out->bytes, bytes);
@@ -338,6 +330,15 @@ next:
 }
 
 /*
+ * The nodes that writes skip: the failed ones, but not those a resync is
+ * bringing back.  Read after the write's bitmap marking (stripe-resync.c).
+ */
+static uint64_t stripe_write_skipped_nodes(BDRVStripeState *s)
+{
+    return qatomic_read(&s->failed) & ~qatomic_read(&s->resync.nodes);
+}
+
+/*
  * The failed nodes a write left out must be failed in the headers before
  * the write is acknowledged (stripe-health.c).  Not a node that a resync
  * brought back meanwhile: the write's region was set before it chose its
@@ -393,8 +394,7 @@ stripe_co_rw(BlockDriverState *bs, StripeOp op, int64_t offset,
         if (ret < 0) {
             return ret;
         }
-        /* read after the marking, see stripe-resync.c */
-        avoid = qatomic_read(&s->failed) & ~qatomic_read(&s->resync.nodes);
+        avoid = stripe_write_skipped_nodes(s);
         ret = stripe_co_rw_pieces(bs, op, avoid, STRIPE_PICK_ALL, offset,
                                   bytes, qiov, qiov_offset, flags, NULL);
         stripe_bitmap_end_write(bs, offset, bytes);
@@ -435,7 +435,7 @@ stripe_co_write_other_copies(BlockDriverState *bs, int64_t offset,
     StripeRwOut out = { 0 };
     int ret;
 
-    avoid = qatomic_read(&s->failed) & ~qatomic_read(&s->resync.nodes);
+    avoid = stripe_write_skipped_nodes(s);
     ret = stripe_co_rw_pieces(bs, STRIPE_OP_WRITE, avoid, STRIPE_PICK_OTHERS,
                               offset, bytes, qiov, 0, 0, &out);
     *written += out.bytes;
@@ -455,8 +455,7 @@ stripe_co_each_node(BlockDriverState *bs, StripeOp op, int64_t node_offset,
                     BdrvRequestFlags flags)
 {
     BDRVStripeState *s = bs->opaque;
-    uint64_t skipped = qatomic_read(&s->failed) &
-                       ~qatomic_read(&s->resync.nodes);
+    uint64_t skipped = stripe_write_skipped_nodes(s);
     AioTaskPool *pool;
     uint32_t i;
     int ret;

@@ -250,7 +250,6 @@ static bool coroutine_fn stripe_resync_co_node_answers(BlockDriverState *bs,
                                                        void *buf)
 {
     BDRVStripeState *s = bs->opaque;
-    int64_t timeout_ns = qatomic_read(&s->node_timeout_ns);
     QEMUIOVector qiov;
     int ret;
 
@@ -260,14 +259,8 @@ static bool coroutine_fn stripe_resync_co_node_answers(BlockDriverState *bs,
     qemu_iovec_init_buf(&qiov, buf, BDRV_SECTOR_SIZE);
     bdrv_inc_in_flight(bs);
     bdrv_graph_co_rdlock();
-    if (timeout_ns) {
-        ret = stripe_co_node_request_deadline(bs, node, STRIPE_OP_READ, 0,
-                                              BDRV_SECTOR_SIZE, &qiov, 0, 0,
-                                              timeout_ns);
-    } else {
-        ret = stripe_co_node_request_counted(bs, node, STRIPE_OP_READ, 0,
-                                             BDRV_SECTOR_SIZE, &qiov, 0, 0);
-    }
+    ret = stripe_co_node_request_timed(bs, node, STRIPE_OP_READ, 0,
+                                       BDRV_SECTOR_SIZE, &qiov, 0, 0);
     bdrv_graph_co_rdunlock();
     bdrv_dec_in_flight(bs);
     return ret >= 0;

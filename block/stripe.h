@@ -517,6 +517,11 @@ stripe_co_node_request_deadline(BlockDriverState *bs, uint32_t node,
                                 int64_t bytes, QEMUIOVector *qiov,
                                 size_t qiov_offset, BdrvRequestFlags flags,
                                 int64_t timeout_ns);
+int coroutine_fn GRAPH_RDLOCK
+stripe_co_node_request_timed(BlockDriverState *bs, uint32_t node,
+                             StripeOp op, int64_t node_offset, int64_t bytes,
+                             QEMUIOVector *qiov, size_t qiov_offset,
+                             BdrvRequestFlags flags);
 void stripe_wait_outstanding(BlockDriverState *bs);
 
 /* stripe-stats.c */
