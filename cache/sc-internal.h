@@ -50,6 +50,13 @@
 #define SC_MAX_SIZE (1ULL << 40)
 #define SC_MAX_DIRTY_AGE_NS (3600 * SC_NS_PER_SEC)
 #define SC_MAX_RA_TRIGGER 65536
+#define SC_MAX_NODE_JOBS 1024
+/*
+ * Requests from this size on go around the cache: they keep the nodes
+ * busy by themselves, and a copy through the cache, cut into stripe-unit
+ * jobs, only costs CPU (docs/tuning.md, "Large requests").
+ */
+#define SC_DEFAULT_BYPASS_BYTES (512 * SC_KiB)
 #define SC_MIN_STRIPE_UNIT 512
 /*
  * The driver has at most 64 nodes (STRIPE_MAX_NODES); a bound keeps the
@@ -166,6 +173,23 @@ static inline uint64_t sc_seg_end(const SCCache *c, uint64_t off)
 static inline uint32_t sc_node_of(const SCCache *c, uint64_t off)
 {
     return (off / c->geo.stripe_unit) % c->geo.node_count;
+}
+
+/* A request that goes around the cache (cache-bypass-bytes). */
+static inline bool sc_bypasses(const SCCache *c, uint64_t len)
+{
+    return c->opts.bypass_bytes && len >= c->opts.bypass_bytes;
+}
+
+/* In-flight jobs a node may have (cache-node-jobs, else the geometry). */
+static inline uint32_t sc_writeback_jobs_max(const SCCache *c)
+{
+    return c->opts.node_jobs ?: c->geo.max_writeback_per_node;
+}
+
+static inline uint32_t sc_fetch_jobs_max(const SCCache *c)
+{
+    return c->opts.node_jobs ?: c->geo.max_fetch_per_node;
 }
 
 static inline uint64_t sc_page_index(const SCCache *c, uint64_t off)

@@ -22,6 +22,8 @@ void sc_options_init_defaults(SCOptions *opts)
     opts->readahead_trigger_requests = 10;
     opts->readahead_max_bytes = 2 * SC_MiB;
     opts->readahead_disable_after_bytes = 0;
+    opts->bypass_bytes = SC_DEFAULT_BYPASS_BYTES;
+    opts->node_jobs = 0;
 }
 
 char *sc_options_check(const SCOptions *opts)
@@ -64,6 +66,11 @@ char *sc_options_check(const SCOptions *opts)
         return g_strdup_printf("readahead-max-bytes (%" PRIu64 ") must not "
                                "exceed half of cache-size (%" PRIu64 ")",
                                opts->readahead_max_bytes, opts->size);
+    }
+    if (opts->node_jobs > SC_MAX_NODE_JOBS) {
+        return g_strdup_printf("cache-node-jobs (%" PRIu32 ") must be at "
+                               "most %u", opts->node_jobs,
+                               (unsigned)SC_MAX_NODE_JOBS);
     }
     return NULL;
 }

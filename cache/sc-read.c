@@ -21,7 +21,7 @@
  * until the write-around lands: the reader waits for it.
  *
  * Prefetch jobs come from readahead windows, wait in a per-node queue and
- * are handed out by sc_prefetch_next() within max_fetch_per_node.  When a
+ * are handed out by sc_prefetch_next() within the node's job limit.  When a
  * guest read needs bytes of a prefetch job that is still queued, the read
  * gets that job as its own FETCH piece instead of waiting behind the queue.
  */
@@ -176,6 +176,33 @@ static void pieces_dedup_fetch(GArray *pieces)
     g_hash_table_destroy(seen);
 }
 
+/*
+ * Join DIRECT pieces that follow each other (one per segment so far), so
+ * that the caller reads them with one request, which the driver cuts
+ * into node requests as large as the nodes take.
+ */
+static void pieces_merge_direct(GArray *pieces)
+{
+    guint i, out = 0;
+
+    for (i = 0; i < pieces->len; i++) {
+        SCPiece *p = &g_array_index(pieces, SCPiece, i);
+        SCPiece *last = out ? &g_array_index(pieces, SCPiece, out - 1) : NULL;
+
+        if (last && last->kind == SC_PIECE_DIRECT &&
+            p->kind == SC_PIECE_DIRECT &&
+            last->offset + last->len == p->offset) {
+            last->len += p->len;
+            continue;
+        }
+        if (out != i) {
+            g_array_index(pieces, SCPiece, out) = *p;
+        }
+        out++;
+    }
+    g_array_set_size(pieces, out);
+}
+
 /* Mark bytes of prefetched extents as used, splitting at the read. */
 static void read_mark_used(SCCache *c, uint64_t start, uint64_t end)
 {
@@ -280,6 +307,9 @@ static GArray *read_walk(SCCache *c, uint64_t offset, uint64_t len,
     uint64_t end = sc_range_end(offset, len);
     uint64_t pos = offset, hit_bytes = 0, used_start = 0, used_end = 0;
     bool any_prefetched = false, retry = flags & SC_READ_RETRY;
+    /* a large read: what is not cached is read around, not fetched */
+    bool around = !retry && sc_bypasses(c, len);
+    bool direct = (flags & SC_READ_DIRECT) || around;
     SCExtent *e;
     guint i, g;
 
@@ -350,7 +380,7 @@ static GArray *read_walk(SCCache *c, uint64_t offset, uint64_t len,
             while (s < gap->end) {
                 uint64_t stop = MIN(gap->end, sc_seg_end(c, s));
 
-                read_gap_segment(c, out, s, stop, flags & SC_READ_DIRECT);
+                read_gap_segment(c, out, s, stop, direct);
                 s = stop;
             }
             g++;
@@ -365,6 +395,9 @@ static GArray *read_walk(SCCache *c, uint64_t offset, uint64_t len,
     g_array_unref(gaps);
 done:
     pieces_dedup_fetch(out);
+    if (direct) {
+        pieces_merge_direct(out);
+    }
 
     if (!retry) {
         bool missed = false;
@@ -383,7 +416,12 @@ done:
         } else {
             c->stats.read_hit_requests++;
         }
-        if (sc_ra_observe(&c->ra, offset, len, &ws, &we)) {
+        c->stats.read_bypass_requests += around && missed;
+        /*
+         * A read that large keeps the nodes busy by itself: readahead
+         * would only copy what the next such read fetches anyway.
+         */
+        if (!around && sc_ra_observe(&c->ra, offset, len, &ws, &we)) {
             sc_prefetch_window(c, ws, we);
         }
     }
@@ -447,7 +485,7 @@ bool sc_prefetch_next(SCCache *c, SCJob *out)
         SCFetchJob *job;
 
         if (!node->prefetch_queue.length ||
-            node->fetch_inflight >= c->geo.max_fetch_per_node) {
+            node->fetch_inflight >= sc_fetch_jobs_max(c)) {
             continue;
         }
         job = node->prefetch_queue.head->data;

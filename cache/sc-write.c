@@ -233,7 +233,7 @@ SCWriteResult sc_write(SCCache *c, uint64_t offset, uint64_t len,
     }
 
     pages = sc_pages_spanned(c, offset, end);
-    if (pages * c->page_size > c->opts.size ||
+    if (sc_bypasses(c, len) || pages * c->page_size > c->opts.size ||
         (!through && len > c->opts.max_dirty)) {
         goto bypass;
     }

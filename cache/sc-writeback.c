@@ -14,7 +14,7 @@
  *   3. data older than max-dirty-age.
  * The job is the seed plus the eligible dirty extents contiguous with it in
  * its segment, so adjacent dirty data goes out as one request that never
- * crosses a stripe unit.  Nodes at max_writeback_per_node are skipped, so
+ * crosses a stripe unit.  Nodes at their job limit are skipped, so
  * one slow node holds up only its own data.
  *
  * Age is measured from the time data first became dirty (not from its last
@@ -25,7 +25,7 @@
 
 static bool node_has_room(SCCache *c, uint32_t n)
 {
-    return c->nodes[n].wb_inflight < c->geo.max_writeback_per_node;
+    return c->nodes[n].wb_inflight < sc_writeback_jobs_max(c);
 }
 
 static SCExtent *node_oldest(SCCache *c, uint32_t n)

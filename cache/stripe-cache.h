@@ -42,6 +42,16 @@ typedef struct SCOptions {
     uint32_t readahead_trigger_requests;
     uint64_t readahead_max_bytes;           /* 0 disables readahead */
     uint64_t readahead_disable_after_bytes; /* 0 means never disable */
+    /*
+     * cache-bypass-bytes: requests at least this large go around the
+     * cache (writes in full, reads for what is not cached); 0: none
+     */
+    uint64_t bypass_bytes;
+    /*
+     * cache-node-jobs: in-flight writeback and prefetch jobs per node;
+     * 0 keeps the geometry's max_writeback/fetch_per_node
+     */
+    uint32_t node_jobs;
 } SCOptions;
 
 /* Defaults compatible with librbd's (see docs/cache-options.md). */
@@ -125,7 +135,10 @@ typedef enum SCPieceKind {
      * sc_fetch_done() or sc_around_end(), then read it again
      */
     SC_PIECE_WAIT,
-    /* no memory now: the caller reads it from the nodes into its buffer */
+    /*
+     * the caller reads it from the nodes into its buffer: no memory now,
+     * or a read of at least cache-bypass-bytes (adjacent ones joined)
+     */
     SC_PIECE_DIRECT,
 } SCPieceKind;
 
@@ -214,8 +227,9 @@ static inline bool sc_hits_empty(const SCHits *hits)
 
 /*
  * Read [@offset, @offset + @len) into @iov (starting @iov_offset bytes into
- * it): sc_read_pinned(), sc_hits_copy() and sc_hits_release() in one.  Every byte the cache holds in any state (clean, dirty, under
- * writeback) is copied at once; the newest data always wins.  Returns the
+ * it): sc_read_pinned(), sc_hits_copy() and sc_hits_release() in one.
+ * Every byte the cache holds in any state (clean, dirty, under writeback)
+ * is copied at once; the newest data always wins.  Returns the
  * pieces the request was cut into, in disk order, as a GArray of SCPiece
  * (free with g_array_unref()).  Fetch jobs are returned with their buffer
  * already reserved; the caller reads the nodes into job.iov, completes them
@@ -269,8 +283,9 @@ typedef enum SCWriteStatus {
      */
     SC_WRITE_BLOCKED,
     /*
-     * Not absorbed: the request can never fit (larger than max-dirty or the
-     * cache), or nothing can free memory for it now.  The cached copy of
+     * Not absorbed: the request is at least cache-bypass-bytes, can never
+     * fit (larger than max-dirty or the cache), or nothing can free
+     * memory for it now.  The cached copy of
      * the range was dropped and a write-around @around begun: the caller
      * writes the range to the nodes itself (see sc_around_begin()).
      */
@@ -426,6 +441,7 @@ typedef struct SCStats {
     uint64_t write_bytes;
     uint64_t write_through_requests;
     uint64_t write_bypass_requests;
+    uint64_t read_bypass_requests;    /* read around: cache-bypass-bytes */
     uint64_t write_blocked_count;     /* SC_WRITE_BLOCKED answers */
     uint64_t write_throttle_ns;       /* sum of pacing delays handed out */
     uint64_t writeback_requests;

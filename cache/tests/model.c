@@ -179,6 +179,8 @@ void model_config_from_seed(uint64_t seed, ModelConfig *cfg)
     static const uint64_t disables[] = { 0, 0, 256 * SC_KiB, 4 * SC_MiB };
     static const uint64_t wb_fail[] = { 0, 20, 100, 300 };
     static const uint64_t fetch_fail[] = { 0, 20, 100 };
+    static const uint64_t bypass[] = { 0, 0, 16 * SC_KiB, 64 * SC_KiB,
+                                       512 * SC_KiB };
     uint64_t rs = seed, ra_max;
     SCOptions *o = &cfg->opts;
     SCGeometry *g = &cfg->geo;
@@ -208,6 +210,8 @@ void model_config_from_seed(uint64_t seed, ModelConfig *cfg)
     o->readahead_max_bytes = MIN(ra_max, o->size / 2);
     o->readahead_disable_after_bytes = pick(&rs, disables,
                                             G_N_ELEMENTS(disables));
+    o->bypass_bytes = pick(&rs, bypass, G_N_ELEMENTS(bypass));
+    o->node_jobs = model_rand(&rs) % 2 ? 0 : 1 + model_rand(&rs) % 3;
     cfg->wb_fail_permille = pick(&rs, wb_fail, G_N_ELEMENTS(wb_fail));
     cfg->fetch_fail_permille = pick(&rs, fetch_fail,
                                     G_N_ELEMENTS(fetch_fail));
@@ -223,7 +227,8 @@ char *model_format_config(const ModelConfig *cfg)
                            " %" PRIu32 " %" PRIu32 " %" PRIu32
                            " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64
                            " %d %" PRIu32 " %" PRIu64 " %" PRIu64
-                           " %" PRIu32 " %" PRIu32 " %" PRIu32,
+                           " %" PRIu32 " %" PRIu32 " %" PRIu32
+                           " %" PRIu64 " %" PRIu32,
                            cfg->disk_size, g->stripe_unit, g->align,
                            g->node_count, g->max_writeback_per_node,
                            g->max_fetch_per_node, o->size, o->max_dirty,
@@ -233,7 +238,8 @@ char *model_format_config(const ModelConfig *cfg)
                            o->readahead_max_bytes,
                            o->readahead_disable_after_bytes,
                            cfg->wb_fail_permille, cfg->fetch_fail_permille,
-                           cfg->check_interval);
+                           cfg->check_interval, o->bypass_bytes,
+                           o->node_jobs);
 }
 
 bool model_parse_config(const char *line, ModelConfig *cfg)
@@ -246,14 +252,16 @@ bool model_parse_config(const char *line, ModelConfig *cfg)
     if (sscanf(line, "config %" SCNu64 " %" SCNu64 " %" SCNu32 " %" SCNu32
                " %" SCNu32 " %" SCNu32 " %" SCNu64 " %" SCNu64 " %" SCNu64
                " %" SCNu64 " %d %" SCNu32 " %" SCNu64 " %" SCNu64
-               " %" SCNu32 " %" SCNu32 " %" SCNu32,
+               " %" SCNu32 " %" SCNu32 " %" SCNu32 " %" SCNu64
+               " %" SCNu32,
                &cfg->disk_size, &g->stripe_unit, &g->align, &g->node_count,
                &g->max_writeback_per_node, &g->max_fetch_per_node,
                &o->size, &o->max_dirty, &o->target_dirty,
                &o->max_dirty_age_ns, &wtuf, &o->readahead_trigger_requests,
                &o->readahead_max_bytes, &o->readahead_disable_after_bytes,
                &cfg->wb_fail_permille, &cfg->fetch_fail_permille,
-               &cfg->check_interval) != 17) {
+               &cfg->check_interval, &o->bypass_bytes,
+               &o->node_jobs) != 19) {
         return false;
     }
     o->writethrough_until_flush = wtuf;
@@ -552,7 +560,8 @@ static bool add_fetch_job(Model *m, const SCJob *job, bool from_pf,
             count += !o->wb && o->from_prefetch_next &&
                      o->job.node == job->node;
         }
-        MCHECK(m, count <= m->cfg.geo.max_fetch_per_node,
+        MCHECK(m, count <= (m->cfg.opts.node_jobs ?:
+                            m->cfg.geo.max_fetch_per_node),
                "too many prefetch jobs on node %u", job->node);
     }
     j = g_new0(MJob, 1);
@@ -1261,7 +1270,8 @@ static bool do_wb_issue(Model *m, const ModelOp *op)
                    "two writeback jobs for the same bytes in flight");
             on_node += o->job.node == job.node;
         }
-        MCHECK(m, on_node <= m->cfg.geo.max_writeback_per_node,
+        MCHECK(m, on_node <= (m->cfg.opts.node_jobs ?:
+                              m->cfg.geo.max_writeback_per_node),
                "too many writeback jobs on node %u", job.node);
         j = g_new0(MJob, 1);
         j->wb = true;

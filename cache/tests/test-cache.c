@@ -29,6 +29,7 @@ static void fix_opts(Fix *f)
     f->o.target_dirty = 256 * KiB;
     f->o.writethrough_until_flush = false;
     f->o.readahead_max_bytes = 0;
+    f->o.bypass_bytes = 0;      /* tests of the bypass set it */
     f->g.disk_size = 16 * MiB;
     f->g.stripe_unit = 64 * KiB;
     f->g.node_count = 2;
@@ -302,6 +303,129 @@ static void test_per_node_limit(void)
     run_wb(&f, &a, 0, 0);
     sc_assert(sc_writeback_next(f.c, 0, &a));
     sc_assert_cmpu(a.node, ==, 0);
+    fix_end(&f);
+}
+
+/* cache-node-jobs overrides the geometry's limit, also on reconfigure. */
+static void test_node_jobs_option(void)
+{
+    Fix f;
+    SCJob a, b, c;
+
+    fix_opts(&f);
+    f.o.target_dirty = 0;
+    f.o.node_jobs = 1;
+    fix_start(&f);
+    wr(&f, 0, 4 * KiB, 1, 0, 0);            /* node 0 */
+    wr(&f, 128 * KiB, 4 * KiB, 2, 0, 0);    /* node 0 */
+    wr(&f, 256 * KiB, 4 * KiB, 3, 0, 0);    /* node 0 */
+    sc_assert(sc_writeback_next(f.c, 0, &a));
+    sc_assert(!(sc_writeback_next(f.c, 0, &b)));
+    f.o.node_jobs = 3;
+    sc_assert(sc_cache_reconfigure(f.c, &f.o, NULL));
+    sc_assert(sc_writeback_next(f.c, 0, &b));
+    sc_assert(sc_writeback_next(f.c, 0, &c));
+    sc_assert_cmpu(a.node + b.node + c.node, ==, 0);
+    run_wb(&f, &a, 0, 0);
+    run_wb(&f, &b, 0, 0);
+    run_wb(&f, &c, 0, 0);
+    f.o.node_jobs = 1025;
+    sc_assert(!sc_cache_reconfigure(f.c, &f.o, NULL));
+    fix_end(&f);
+}
+
+/*
+ * cache-bypass-bytes: a write that large goes around the cache, dropping
+ * the cached copy of its range; a smaller one is absorbed.
+ */
+static void test_bypass_write(void)
+{
+    Fix f;
+    SCWriteResult r;
+    uint8_t buf[4096];
+    GArray *p;
+    SCStats st;
+
+    fix_opts(&f);
+    f.o.bypass_bytes = 128 * KiB;
+    f.o.target_dirty = 0;       /* drain_wb() writes everything back */
+    fix_start(&f);
+    r = wr(&f, 0, 64 * KiB, 1, 0, 0);
+    sc_assert_cmpi(r.status, ==, SC_WRITE_DONE);
+    r = wr(&f, 32 * KiB, 128 * KiB, 2, 0, 0);
+    sc_assert_cmpi(r.status, ==, SC_WRITE_BYPASS);
+    /* the writeback of what it replaced must not land after it */
+    sc_assert(sc_around_ready(f.c, r.around));
+    memset(f.node + 32 * KiB, 2, 128 * KiB);
+    sc_around_end(f.c, r.around, 0);
+    /* the first 32 KiB stay dirty; the rest comes from the node */
+    p = rd(&f, 0, 4096, buf, 0);
+    sc_assert_cmpi(g_array_index(p, SCPiece, 0).kind, ==, SC_PIECE_HIT);
+    assert_bytes(buf, 4096, 1);
+    g_array_unref(p);
+    read_all(&f, 60 * KiB, 4096, buf);
+    assert_bytes(buf, 4096, 2);
+    sc_cache_get_stats(f.c, &st);
+    sc_assert_cmpu(st.write_bypass_requests, ==, 1);
+    drain_wb(&f, 0);
+    sc_assert_cmpu(f.node[0], ==, 1);
+    sc_assert_cmpu(f.node[40 * KiB], ==, 2);
+    fix_end(&f);
+}
+
+/*
+ * A read of at least cache-bypass-bytes reads what is not cached around
+ * the cache, as one DIRECT piece per run (not one per stripe unit), still
+ * serves cached bytes, fetches nothing and starts no readahead.
+ */
+static void test_bypass_read(void)
+{
+    Fix f;
+    uint8_t *buf = g_malloc(512 * KiB);
+    GArray *p;
+    SCPiece *pc;
+    SCStats st;
+    int i;
+
+    fix_opts(&f);
+    f.o.bypass_bytes = 256 * KiB;
+    f.o.readahead_max_bytes = 256 * KiB;
+    f.o.readahead_trigger_requests = 2;
+    fix_start(&f);
+    wr(&f, 128 * KiB, 4 * KiB, 9, 0, 0);    /* dirty in the middle */
+    for (i = 0; i < 4; i++) {
+        p = rd(&f, 512 * KiB * i, 512 * KiB, buf, 0);
+        if (i == 0) {
+            /* direct [0, 128K), hit [128K, 132K), direct to 512K */
+            sc_assert_cmpu(p->len, ==, 3);
+            pc = &g_array_index(p, SCPiece, 0);
+            sc_assert_cmpi(pc->kind, ==, SC_PIECE_DIRECT);
+            sc_assert_cmpu(pc->len, ==, 128 * KiB);
+            pc = &g_array_index(p, SCPiece, 1);
+            sc_assert_cmpi(pc->kind, ==, SC_PIECE_HIT);
+            assert_bytes(buf + 128 * KiB, 4 * KiB, 9);
+            pc = &g_array_index(p, SCPiece, 2);
+            sc_assert_cmpi(pc->kind, ==, SC_PIECE_DIRECT);
+            sc_assert_cmpu(pc->offset, ==, 132 * KiB);
+            sc_assert_cmpu(pc->len, ==, 380 * KiB);
+        } else {
+            sc_assert_cmpu(p->len, ==, 1);
+            sc_assert_cmpi(g_array_index(p, SCPiece, 0).kind, ==,
+                           SC_PIECE_DIRECT);
+        }
+        g_array_unref(p);
+    }
+    sc_cache_get_stats(f.c, &st);
+    sc_assert_cmpu(st.read_bypass_requests, ==, 4);
+    sc_assert_cmpu(st.readahead_issued_bytes, ==, 0);
+    sc_assert_cmpu(st.clean_bytes, ==, 0);
+    /* smaller reads still fetch */
+    p = rd(&f, 0, 4096, buf, 0);
+    sc_assert_cmpi(g_array_index(p, SCPiece, 0).kind, ==, SC_PIECE_FETCH);
+    run_fetch(&f, &g_array_index(p, SCPiece, 0).job, 0);
+    g_array_unref(p);
+    drain_wb(&f, 0);
+    g_free(buf);
     fix_end(&f);
 }
 
@@ -1305,5 +1429,9 @@ int main(int argc, char **argv)
                     test_prefetch_handed_to_reader);
     g_test_add_func("/cache/readahead/wasted", test_readahead_wasted);
     g_test_add_func("/cache/resize", test_resize);
+    g_test_add_func("/cache/writeback/node-jobs-option",
+                    test_node_jobs_option);
+    g_test_add_func("/cache/bypass/write", test_bypass_write);
+    g_test_add_func("/cache/bypass/read", test_bypass_read);
     return g_test_run();
 }
