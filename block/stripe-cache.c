@@ -53,19 +53,22 @@ int stripe_cache_open(BlockDriverState *bs, const SCOptions *opts, int flags,
                       Error **errp)
 {
     BDRVStripeState *s = bs->opaque;
+    bool rbd = stripe_nodes_all(s, "rbd");
     SCOptions o;
     SCGeometry geo = {
         .disk_size = s->geo.virtual_size,
         .stripe_unit = s->geo.stripe_unit,
         .node_count = s->node_count,
         .align = stripe_node_alignment(s),
-        .max_writeback_per_node = STRIPE_CACHE_WB_PER_NODE,
-        .max_fetch_per_node = STRIPE_CACHE_FETCH_PER_NODE,
     };
     g_autofree char *msg = NULL;
     StripeCache *c;
     SCCache *core;
 
+    geo.max_writeback_per_node = rbd ? STRIPE_CACHE_JOBS_PER_RBD_NODE
+                                     : STRIPE_CACHE_WB_PER_NODE;
+    geo.max_fetch_per_node = rbd ? STRIPE_CACHE_JOBS_PER_RBD_NODE
+                                 : STRIPE_CACHE_FETCH_PER_NODE;
     stripe_cache_effective_opts(opts, flags, &o);
     core = sc_cache_new(&o, &geo, &msg);
     if (!core) {

@@ -525,3 +525,39 @@ uint32_t stripe_node_alignment(BDRVStripeState *s)
     }
     return align;
 }
+
+/* Whether every node is opened with the block driver @name. */
+bool stripe_nodes_all(BDRVStripeState *s, const char *name)
+{
+    uint32_t i;
+
+    for (i = 0; i < s->node_count; i++) {
+        if (strcmp(s->nodes[i]->bs->drv->format_name, name)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/*
+ * The largest node request every node takes: its max_transfer, and
+ * less for iSCSI nodes (see STRIPE_MAX_NODE_REQUEST), never below the
+ * request alignment.
+ */
+uint64_t stripe_node_request_max(BDRVStripeState *s)
+{
+    uint64_t max_req = STRIPE_MAX_NODE_REQUEST;
+    uint32_t i;
+
+    for (i = 0; i < s->node_count; i++) {
+        BlockDriverState *node = s->nodes[i]->bs;
+
+        if (!strcmp(node->drv->format_name, "iscsi")) {
+            max_req = MIN(max_req, STRIPE_MAX_ISCSI_NODE_REQUEST);
+        }
+        if (node->bl.max_transfer) {
+            max_req = MIN(max_req, node->bl.max_transfer);
+        }
+    }
+    return MAX(max_req, stripe_node_alignment(s));
+}

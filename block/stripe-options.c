@@ -64,6 +64,18 @@ QemuOptsList stripe_runtime_opts = {
                     "0 never stops (default 0)",
         },
         {
+            .name = STRIPE_OPT_CACHE_BYPASS,
+            .type = QEMU_OPT_SIZE,
+            .help = "Requests of at least this size go around the cache; "
+                    "0 never (default 512K)",
+        },
+        {
+            .name = STRIPE_OPT_CACHE_NODE_JOBS,
+            .type = QEMU_OPT_NUMBER,
+            .help = "Writeback and prefetch jobs in flight per node; "
+                    "0 picks by node kind (default 0: 16 for rbd, else 4)",
+        },
+        {
             .name = STRIPE_OPT_NODE_TIMEOUT,
             .type = QEMU_OPT_STRING,
             .help = "Replicated images: seconds after which a node that "
@@ -90,6 +102,8 @@ const char *const stripe_mutable_opts[] = {
     STRIPE_OPT_RA_TRIGGER,
     STRIPE_OPT_RA_MAX_BYTES,
     STRIPE_OPT_RA_DISABLE_AFTER,
+    STRIPE_OPT_CACHE_BYPASS,
+    STRIPE_OPT_CACHE_NODE_JOBS,
     STRIPE_OPT_NODE_TIMEOUT,
     STRIPE_OPT_AUTO_RESYNC,
     NULL
@@ -151,7 +165,7 @@ static void stripe_scale_defaults(QemuOpts *opts, SCOptions *o)
 bool stripe_parse_cache_options(QemuOpts *opts, SCOptions *o, Error **errp)
 {
     int64_t age_ns;
-    uint64_t trigger;
+    uint64_t trigger, jobs;
     g_autofree char *msg = NULL;
 
     sc_options_init_defaults(o);
@@ -176,6 +190,16 @@ bool stripe_parse_cache_options(QemuOpts *opts, SCOptions *o, Error **errp)
     o->readahead_disable_after_bytes =
         qemu_opt_get_size(opts, STRIPE_OPT_RA_DISABLE_AFTER,
                           o->readahead_disable_after_bytes);
+    o->bypass_bytes = qemu_opt_get_size(opts, STRIPE_OPT_CACHE_BYPASS,
+                                        o->bypass_bytes);
+    jobs = qemu_opt_get_number(opts, STRIPE_OPT_CACHE_NODE_JOBS,
+                               o->node_jobs);
+    if (jobs > UINT32_MAX) {
+        error_setg(errp, "stripe: invalid %s %" PRIu64,
+                   STRIPE_OPT_CACHE_NODE_JOBS, jobs);
+        return false;
+    }
+    o->node_jobs = jobs;
     age_ns = o->max_dirty_age_ns;
     if (!stripe_parse_seconds(opts, STRIPE_OPT_CACHE_MAX_DIRTY_AGE,
                               STRIPE_MAX_DIRTY_AGE_SECS, &age_ns, errp)) {

@@ -30,6 +30,7 @@ static StripeCacheStats *stripe_cache_stats(StripeCache *c)
         .write_bytes = core.write_bytes,
         .write_through_requests = core.write_through_requests,
         .write_bypass_requests = core.write_bypass_requests,
+        .read_bypass_requests = core.read_bypass_requests,
         .writeback_requests = core.writeback_requests,
         .writeback_bytes = core.writeback_bytes,
         .writeback_errors = core.writeback_errors,

@@ -34,11 +34,16 @@
 #include "stripe-layout.h"
 
 /*
- * Node requests are kept at or below this size: larger ones are split and
- * run in parallel.  tgtd over libiscsi falls off a cliff at 1 MiB requests
- * (its default MaxBurstLength is 256 KiB), see docs/stripe-unit.md.
+ * Node requests are kept at or below this size (and the node's
+ * max_transfer): larger ones are split and run in parallel.  iSCSI nodes
+ * take at most 256 KiB: tgtd over libiscsi falls off a cliff at 1 MiB
+ * requests (its default MaxBurstLength is 256 KiB), see
+ * docs/stripe-unit.md.  Other nodes take up to 4 MiB, one RBD object: a
+ * node that is a whole cluster does one large request for less CPU than
+ * several small ones (docs/tuning.md, "Large requests").
  */
-#define STRIPE_MAX_NODE_REQUEST     (256 * 1024)
+#define STRIPE_MAX_NODE_REQUEST         (4 * 1024 * 1024)
+#define STRIPE_MAX_ISCSI_NODE_REQUEST   (256 * 1024)
 
 /* Default stripe unit of new images, see docs/stripe-unit.md. */
 #define STRIPE_DEFAULT_UNIT         (256 * 1024)
@@ -55,6 +60,8 @@
 #define STRIPE_OPT_RA_TRIGGER           "readahead-trigger-requests"
 #define STRIPE_OPT_RA_MAX_BYTES         "readahead-max-bytes"
 #define STRIPE_OPT_RA_DISABLE_AFTER     "readahead-disable-after-bytes"
+#define STRIPE_OPT_CACHE_BYPASS         "cache-bypass-bytes"
+#define STRIPE_OPT_CACHE_NODE_JOBS      "cache-node-jobs"
 #define STRIPE_MAX_DIRTY_AGE_SECS       3600
 /* Replicated images: when a node that does not answer is given up on. */
 #define STRIPE_OPT_NODE_TIMEOUT         "node-timeout"
@@ -87,9 +94,14 @@
  */
 #define STRIPE_CACHE_LOCK_SPINS         200
 
-/* In-flight writeback and prefetch jobs per node. */
+/*
+ * In-flight writeback and prefetch jobs per node, unless cache-node-jobs
+ * says otherwise: an RBD image spreads its requests over a cluster's
+ * OSDs and takes many more than one storage target (docs/tuning.md).
+ */
 #define STRIPE_CACHE_WB_PER_NODE        4
 #define STRIPE_CACHE_FETCH_PER_NODE     4
+#define STRIPE_CACHE_JOBS_PER_RBD_NODE  16
 /* A reader starved by evictions this often reads around the cache. */
 #define STRIPE_CACHE_MAX_READ_ROUNDS    8
 /*
@@ -348,6 +360,8 @@ void stripe_parse_filename(const char *filename, QDict *options,
 
 /* stripe-io.c */
 uint32_t stripe_node_alignment(BDRVStripeState *s);
+bool stripe_nodes_all(BDRVStripeState *s, const char *name);
+uint64_t stripe_node_request_max(BDRVStripeState *s);
 
 typedef enum StripeOp {
     STRIPE_OP_READ,
