@@ -263,6 +263,32 @@ static char *stripe_create_bitmap_check(uint64_t size, uint64_t stripe_unit,
 }
 
 /*
+ * Where the data starts on the nodes: past the header and bitmap, and on
+ * a boundary of the nodes' own allocation unit if they have one (an RBD
+ * image's objects, 4 MiB by default), so that a stripe unit up to that
+ * size never straddles two of them and costs two operations.
+ */
+static uint64_t coroutine_fn GRAPH_UNLOCKED
+stripe_co_nodes_data_offset(BlockDriverState **bss, uint32_t count,
+                            uint64_t stripe_unit)
+{
+    uint64_t off = stripe_default_data_offset(stripe_unit);
+    uint32_t i;
+
+    GRAPH_RDLOCK_GUARD();
+    for (i = 0; i < count; i++) {
+        BlockDriverInfo bdi = { 0 };
+
+        if (bdrv_co_get_info(bss[i], &bdi) == 0 && bdi.cluster_size > 0 &&
+            is_power_of_2(bdi.cluster_size) &&
+            bdi.cluster_size <= STRIPE_MAX_NODE_ALLOC_UNIT) {
+            off = MAX(off, bdi.cluster_size);
+        }
+    }
+    return off;
+}
+
+/*
  * Format @count open nodes, in stripe order, as one new image.  @names
  * (optional) is how the user named them.
  */
@@ -306,7 +332,8 @@ stripe_co_format(BlockDriverState **bss, const char *const *names,
         }
     }
     stripe_geometry_init(&geo, size, stripe_unit,
-                         stripe_default_data_offset(stripe_unit), count);
+                         stripe_co_nodes_data_offset(bss, count, stripe_unit),
+                         count);
     stripe_geometry_set_copies(&geo, copies);
     if (bitmap_region) {
         stripe_geometry_set_bitmap(&geo, bitmap_region);

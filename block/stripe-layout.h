@@ -38,6 +38,8 @@
 #define STRIPE_MAX_NODES        64
 #define STRIPE_MAX_COPIES       3
 #define STRIPE_MIN_DATA_OFFSET  (1024 * 1024)
+/* The data offset follows a node's allocation unit up to this size. */
+#define STRIPE_MAX_NODE_ALLOC_UNIT  (64 * 1024 * 1024)
 
 /*
  * The write-intent bitmap: bit i (byte i / 8, bit i % 8) stands for the
