@@ -88,13 +88,20 @@ class Pool:
 class Export:
     """A qemu-storage-daemon exporting one block node over NBD."""
 
-    def __init__(self, workdir, blockdev, name='qsd'):
+    def __init__(self, workdir, blockdev, name='qsd', iothread=False):
+        """@iothread: the export runs in an iothread (which polls a
+        while before it sleeps), as production disks do."""
         self.sock = os.path.join(workdir, name + '.sock')
         self.pidfile = os.path.join(workdir, name + '.pid')
         node = dict(blockdev, **{'node-name': 'b'})
-        run([QSD, '--blockdev', json.dumps(node),
+        export = 'type=nbd,id=e,node-name=b,name=b,writable=on'
+        extra = []
+        if iothread:
+            export += ',iothread=io0'
+            extra = ['--object', 'iothread,id=io0']
+        run([QSD] + extra + ['--blockdev', json.dumps(node),
              '--nbd-server', 'addr.type=unix,addr.path=' + self.sock,
-             '--export', 'type=nbd,id=e,node-name=b,name=b,writable=on',
+             '--export', export,
              '--pidfile', self.pidfile, '--daemonize'])
         with open(self.pidfile) as f:
             self.pid = int(f.read())

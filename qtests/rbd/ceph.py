@@ -19,10 +19,10 @@ class Cluster:
     """One monitor and one memstore OSD under @workdir/ceph, owned by
     this process (a killed test leaves it to the harness' sweep)."""
 
-    def __init__(self, workdir):
+    def __init__(self, workdir, osds=1, osd_mem='1G'):
         self.dir = os.path.join(workdir, 'ceph')
-        res = run([CLUSTER, 'start', '--dir', self.dir, '--osds', '1',
-                   '--osd-mem', '1G', '--owner', str(os.getpid()),
+        res = run([CLUSTER, 'start', '--dir', self.dir, '--osds', str(osds),
+                   '--osd-mem', osd_mem, '--owner', str(os.getpid()),
                    '--format', 'json'], timeout=180)
         if res.returncode:
             raise RuntimeError('ceph-cluster start: ' + res.stderr.strip())
@@ -54,6 +54,22 @@ class Cluster:
     def node_json(self, name):
         return {'driver': 'rbd', 'pool': self.pool, 'image': name,
                 'conf': self.conf}
+
+    def osd_ops(self):
+        """Ops the OSDs have done so far: (reads, writes), summed."""
+        reads = writes = 0
+        run_dir = os.path.join(self.dir, 'run')
+        for name in sorted(os.listdir(run_dir)):
+            if not (name.startswith('osd.') and name.endswith('.asok')):
+                continue
+            res = run(['ceph', '--admin-daemon',
+                       os.path.join(run_dir, name), 'perf', 'dump', 'osd'])
+            if res.returncode:
+                raise RuntimeError('perf dump: ' + res.stderr.strip())
+            osd = json.loads(res.stdout)['osd']
+            reads += osd['op_r']
+            writes += osd['op_w'] + osd['op_rw']
+        return reads, writes
 
     def stop(self):
         run([CLUSTER, 'stop', '--dir', self.dir], timeout=120)
