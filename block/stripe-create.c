@@ -275,7 +275,7 @@ stripe_co_nodes_data_offset(BlockDriverState **bss, uint32_t count,
     uint64_t off = stripe_default_data_offset(stripe_unit);
     uint32_t i;
 
-    GRAPH_RDLOCK_GUARD();
+    bdrv_graph_co_rdlock();
     for (i = 0; i < count; i++) {
         BlockDriverInfo bdi = { 0 };
 
@@ -285,6 +285,7 @@ stripe_co_nodes_data_offset(BlockDriverState **bss, uint32_t count,
             off = MAX(off, bdi.cluster_size);
         }
     }
+    bdrv_graph_co_rdunlock();
     return off;
 }
 

@@ -388,48 +388,6 @@ static int coroutine_fn GRAPH_RDLOCK stripe_co_flush(BlockDriverState *bs)
     return stripe_co_flush_nodes(bs);
 }
 
-/*
- * Data on the nodes over several stripe units from @offset: their nodes
- * are asked in turn, and the run goes on while each answers plain data
- * for its whole unit.  Returns BDRV_BLOCK_DATA (no mapping: the run spans
- * nodes) and its length in @pnum if it covers two units or more; 0 if
- * not, or on error, and the caller reports the first unit alone.
- *
- * Without this, a reader that follows block status (an NBD export's
- * sparse reads, mirror, convert) would cut every request at each stripe
- * unit and read the pieces one after another instead of in parallel.
- */
-static int coroutine_fn GRAPH_RDLOCK
-stripe_co_data_run(BlockDriverState *bs, int64_t offset, int64_t bytes,
-                   int64_t *pnum)
-{
-    BDRVStripeState *s = bs->opaque;
-    int64_t pos = offset, end = offset + bytes;
-    uint32_t units;
-
-    for (units = 0; pos < end && units < STRIPE_MAX_PARALLEL; units++) {
-        uint64_t node_offset, in_unit;
-        int64_t len, got;
-        uint32_t node;
-        int ret;
-
-        in_unit = stripe_map(&s->geo, pos, &node, &node_offset);
-        len = MIN(end - pos, in_unit);
-        ret = bdrv_co_block_status(s->nodes[node]->bs, node_offset, len,
-                                   &got, NULL, NULL);
-        if (ret < 0 || !(ret & BDRV_BLOCK_DATA) || (ret & BDRV_BLOCK_ZERO) ||
-            got < len) {
-            break;
-        }
-        pos += len;
-    }
-    if (units < 2) {
-        return 0;
-    }
-    *pnum = pos - offset;
-    return BDRV_BLOCK_DATA;
-}
-
 static int coroutine_fn GRAPH_RDLOCK
 stripe_co_block_status(BlockDriverState *bs, bool want_zero, int64_t offset,
                        int64_t bytes, int64_t *pnum, int64_t *map,
@@ -468,16 +426,12 @@ stripe_co_block_status(BlockDriverState *bs, bool want_zero, int64_t offset,
 
     /*
      * Report the node's mapping; the generic code asks the node.  With one
-     * node the whole disk is one run on it.
+     * node the whole disk is one run on it: consumers that read what one
+     * answer covers (an NBD export's sparse reads) then read it at once.
+     * With several nodes each answer is one unit, so that qemu-img map
+     * and others get a mapping (docs/cache-design.md, section 12).
      */
     in_unit = stripe_map(&s->geo, offset, &node, &node_offset);
-    if (s->node_count > 1 && bytes > in_unit) {
-        int ret = stripe_co_data_run(bs, offset, bytes, pnum);
-
-        if (ret) {
-            return ret;
-        }
-    }
     *pnum = s->node_count == 1 ? bytes : MIN(bytes, in_unit);
     *map = node_offset;
     *file = s->nodes[node]->bs;
