@@ -44,7 +44,16 @@ typedef enum StripePick {
     STRIPE_PICK_FIRST,          /* reads: the first live copy */
     STRIPE_PICK_ALL,            /* writes: every copy */
     STRIPE_PICK_OTHERS,         /* resync: all but the first live copy */
+    /* resync, comparing: copy 1 (2) unless it is the first live copy */
+    STRIPE_PICK_COPY1,
+    STRIPE_PICK_COPY2,
 } StripePick;
+
+/* Whether @pick leaves out the copy that reads take (a resync's source). */
+static bool stripe_pick_skips_source(StripePick pick)
+{
+    return pick >= STRIPE_PICK_OTHERS;
+}
 
 /*
  * One node request on one child.  The caller holds the graph lock.
@@ -161,8 +170,9 @@ static void coroutine_fn stripe_chunk_submit(AioTaskPool *pool,
 /*
  * Which copies of a piece a request uses: every copy not on a node to
  * avoid (writes), the first of those (reads), or every one but the first
- * copy not on a failed node (a resync, which reads that one).  Returns
- * how many, their numbers in @copies.
+ * copy not on a failed node (a resync, which reads that one), or just
+ * copy 1 or 2 if it is not that one.  Returns how many, their numbers in
+ * @copies.
  *
  * A read always goes to the same copy while its node lives, not to the
  * least busy one: after a crash, the copies of a range that had writes in
@@ -180,12 +190,16 @@ static uint32_t stripe_pick_copies(BDRVStripeState *s, uint64_t offset,
 
     for (copy = 0; copy < s->geo.copies; copy++) {
         stripe_map_copy(&s->geo, offset, copy, &node, &node_offset);
-        if (pick == STRIPE_PICK_OTHERS && !source_seen &&
+        if (stripe_pick_skips_source(pick) && !source_seen &&
             !((failed >> node) & 1)) {
             source_seen = true;
             continue;
         }
         if ((avoid >> node) & 1) {
+            continue;
+        }
+        if (pick > STRIPE_PICK_OTHERS &&
+            copy != pick - STRIPE_PICK_COPY1 + 1) {
             continue;
         }
         copies[n++] = copy;
@@ -253,7 +267,7 @@ stripe_co_rw_pieces(BlockDriverState *bs, StripeOp op, uint64_t avoid,
         copies[0] = 0;
         if (ncopies > 1) {
             n = stripe_pick_copies(s, offset, avoid, pick, copies);
-            if (!n && pick == STRIPE_PICK_OTHERS) {
+            if (!n && stripe_pick_skips_source(pick)) {
                 goto next;      /* no other copy to write */
             }
             if (!n) {
@@ -422,23 +436,75 @@ stripe_co_rw(BlockDriverState *bs, StripeOp op, int64_t offset,
 }
 
 /*
- * A resync: write the range to every copy but the one a read takes, on
- * the live nodes and those being resynced.  *@written counts the bytes.
+ * Copy 1 or 2 (@pick) of the range, where it is on a live node and not
+ * the source, made equal to @qiov: read into @scratch (a copy of @qiov
+ * first, so that pieces without such a copy compare equal), and written
+ * only if it differs.  A node that fails the read is marked failed: its
+ * regions stay set, and a later pass writes them.
+ */
+static int coroutine_fn GRAPH_RDLOCK
+stripe_co_sync_live_copy(BlockDriverState *bs, StripePick pick,
+                         int64_t offset, int64_t bytes, QEMUIOVector *qiov,
+                         void *scratch, uint64_t *written)
+{
+    BDRVStripeState *s = bs->opaque;
+    StripeRwOut out = { 0 };
+    QEMUIOVector cmp;
+    int ret;
+
+    qemu_iovec_to_buf(qiov, 0, scratch, bytes);
+    qemu_iovec_init_buf(&cmp, scratch, bytes);
+    ret = stripe_co_rw_pieces(bs, STRIPE_OP_READ, qatomic_read(&s->failed),
+                              pick, offset, bytes, &cmp, 0, 0, &out);
+    if (ret < 0) {
+        return out.failed_nodes ? 0 : ret;
+    }
+    if (qemu_iovec_compare(qiov, &cmp) < 0) {
+        return 0;       /* equal */
+    }
+    trace_stripe_resync_copy_differs(bs, offset, bytes,
+                                     pick - STRIPE_PICK_COPY1 + 1);
+    out.bytes = 0;
+    ret = stripe_co_rw_pieces(bs, STRIPE_OP_WRITE, qatomic_read(&s->failed),
+                              pick, offset, bytes, qiov, 0, 0, &out);
+    *written += out.bytes;
+    return ret;
+}
+
+/*
+ * A resync: make every copy of the range but the one a read takes (the
+ * source, in @qiov) equal to it.  The nodes being brought back get all
+ * their copies written: they missed writes.  The live ones hold the
+ * writes they were sent, so their copies differ from the source only
+ * where a crash cut writes off: they are compared (read into @scratch,
+ * as large as @qiov) and written only where they differ.  So the resync
+ * after an outage writes to the returning node alone.  *@written counts
+ * the bytes written.
  */
 int coroutine_fn GRAPH_RDLOCK
 stripe_co_write_other_copies(BlockDriverState *bs, int64_t offset,
                              int64_t bytes, QEMUIOVector *qiov,
-                             uint64_t *written)
+                             void *scratch, uint64_t *written)
 {
     BDRVStripeState *s = bs->opaque;
-    uint64_t avoid;
+    uint64_t avoid, back = qatomic_read(&s->resync.nodes);
     StripeRwOut out = { 0 };
-    int ret;
+    uint32_t copy;
+    int ret = 0;
 
     avoid = stripe_write_skipped_nodes(s);
-    ret = stripe_co_rw_pieces(bs, STRIPE_OP_WRITE, avoid, STRIPE_PICK_OTHERS,
-                              offset, bytes, qiov, 0, 0, &out);
-    *written += out.bytes;
+    if (back) {
+        ret = stripe_co_rw_pieces(bs, STRIPE_OP_WRITE, avoid | ~back,
+                                  STRIPE_PICK_OTHERS, offset, bytes, qiov, 0,
+                                  0, &out);
+        *written += out.bytes;
+    }
+    QEMU_BUILD_BUG_ON(STRIPE_MAX_COPIES > 3);   /* STRIPE_PICK_COPY1, 2 */
+    for (copy = 1; copy < s->geo.copies && ret >= 0; copy++) {
+        ret = stripe_co_sync_live_copy(bs, STRIPE_PICK_COPY1 + copy - 1,
+                                       offset, bytes, qiov, scratch,
+                                       written);
+    }
     return ret < 0 ? ret : stripe_co_confirm_skipped(bs, avoid);
 }
 

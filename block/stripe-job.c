@@ -76,7 +76,7 @@ static int coroutine_fn stripe_resync_job_run(Job *job, Error **errp)
     BlockDriverState *bs = sj->bs;
     BDRVStripeState *s = bs->opaque;
     uint64_t region = s->geo.bitmap_region, r = 0, failed, total;
-    void *buf = qemu_try_blockalign(bs, STRIPE_RESYNC_CHUNK);
+    void *buf = qemu_try_blockalign(bs, STRIPE_RESYNC_BUF);
     int ret = 0;
 
     if (!buf) {

@@ -9,7 +9,9 @@
  * reads use (the first live one) to the other copies, on the live nodes
  * and on the failed nodes being brought back; then those nodes are marked
  * live.  Only the set bits are copied, not the whole node: after an
- * outage, what was written during it.
+ * outage, what was written during it.  The copies on live nodes are
+ * compared first and written only where they differ (a crash), so an
+ * outage's resync writes to the returning node alone.
  *
  * A failed node is brought back from the moment the pass starts: writes go
  * to it (stripe_co_rw()), reads do not.  A region is copied with its
@@ -35,7 +37,7 @@
 #include "stripe.h"
 #include "trace.h"
 
-/* Copy region @r to the other copies.  @buf holds STRIPE_RESYNC_CHUNK. */
+/* Copy region @r to the other copies.  @buf holds STRIPE_RESYNC_BUF. */
 int coroutine_fn GRAPH_RDLOCK
 stripe_co_resync_region(BlockDriverState *bs, uint64_t r, void *buf)
 {
@@ -56,8 +58,10 @@ stripe_co_resync_region(BlockDriverState *bs, uint64_t r, void *buf)
         qemu_iovec_init_buf(&qiov, buf, n);
         ret = stripe_co_rw(bs, STRIPE_OP_READ, offset + done, n, &qiov, 0, 0);
         if (ret >= 0) {
+            char *scratch = (char *)buf + STRIPE_RESYNC_CHUNK;
+
             ret = stripe_co_write_other_copies(bs, offset + done, n, &qiov,
-                                               &written);
+                                               scratch, &written);
         }
     }
     stripe_bitmap_unlock_region(s);
@@ -137,7 +141,7 @@ stripe_co_resync_offline(BlockDriverState *bs, Error **errp)
 {
     BDRVStripeState *s = bs->opaque;
     uint64_t r = 0;
-    void *buf = qemu_try_blockalign(bs, STRIPE_RESYNC_CHUNK);
+    void *buf = qemu_try_blockalign(bs, STRIPE_RESYNC_BUF);
     int ret = 0;
 
     if (!buf) {
@@ -309,7 +313,7 @@ static void coroutine_fn stripe_resync_entry(void *opaque)
 {
     BlockDriverState *bs = opaque;
     BDRVStripeState *s = bs->opaque;
-    void *buf = qemu_try_blockalign(bs, STRIPE_RESYNC_CHUNK);
+    void *buf = qemu_try_blockalign(bs, STRIPE_RESYNC_BUF);
     uint64_t nodes = UINT64_MAX;
     int ret;
 

@@ -79,6 +79,8 @@
 #define STRIPE_BITMAP_ROTATE_NS         (5 * NANOSECONDS_PER_SECOND)
 /* Bytes the resync copies at a time, at most. */
 #define STRIPE_RESYNC_CHUNK             (1024 * 1024)
+/* a resync's buffer: a chunk of the source, and one to compare a copy in */
+#define STRIPE_RESYNC_BUF               (2 * STRIPE_RESYNC_CHUNK)
 /* Between passes while a node stays failed: doubling, up to a minute. */
 #define STRIPE_RESYNC_RETRY_MIN_NS      NANOSECONDS_PER_SECOND
 #define STRIPE_RESYNC_RETRY_MAX_NS      (60 * NANOSECONDS_PER_SECOND)
@@ -388,7 +390,7 @@ stripe_co_each_node(BlockDriverState *bs, StripeOp op, int64_t node_offset,
 int coroutine_fn GRAPH_RDLOCK
 stripe_co_write_other_copies(BlockDriverState *bs, int64_t offset,
                              int64_t bytes, QEMUIOVector *qiov,
-                             uint64_t *written);
+                             void *scratch, uint64_t *written);
 
 /* stripe-cache.c */
 int stripe_cache_open(BlockDriverState *bs, const SCOptions *opts, int flags,
