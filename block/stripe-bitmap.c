@@ -366,7 +366,7 @@ stripe_bitmap_co_bring_back(BlockDriverState *bs, uint32_t node,
         if (ret < 0) {
             error_setg_errno(errp, -ret, "stripe: cannot write the "
                              "write-intent bitmap of node index %u (%s)",
-                             node, s->nodes[node]->bs->filename);
+                             node, stripe_node_name(s, node));
             return ret;
         }
     }
@@ -486,7 +486,7 @@ static int GRAPH_RDLOCK stripe_bitmap_load(BlockDriverState *bs, Error **errp)
         if (ret < 0) {
             error_setg_errno(errp, -ret, "stripe: cannot read the "
                              "write-intent bitmap of node index %u (%s)", i,
-                             s->nodes[i]->bs->filename);
+                             stripe_node_name(s, i));
             break;
         }
         bitmap_from_le(node_bits, buf, b->regions);

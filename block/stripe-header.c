@@ -61,14 +61,20 @@ static int GRAPH_RDLOCK stripe_read_header(BdrvChild *child, uint32_t pos,
     return 0;
 }
 
+/*
+ * @absent: per position, the nodes that could not be opened (a stand-in
+ * took their place); taken over on success.
+ */
 int GRAPH_RDLOCK stripe_assemble_nodes(BlockDriverState *bs,
                                        BdrvChild **given, uint32_t count,
+                                       StripeAbsentNode **absent,
                                        Error **errp)
 {
     BDRVStripeState *s = bs->opaque;
-    g_autofree StripeHeader *hdrs = g_new(StripeHeader, count);
-    g_autofree uint64_t *lens = g_new(uint64_t, count);
+    g_autofree StripeHeader *hdrs = g_new0(StripeHeader, count);
+    g_autofree uint64_t *lens = g_new0(uint64_t, count);
     g_autofree char *msg = NULL;
+    uint64_t absent_pos = stripe_absent_positions(absent, count);
     StripeAssembly as;
     int errnode;
     uint32_t i;
@@ -80,13 +86,17 @@ int GRAPH_RDLOCK stripe_assemble_nodes(BlockDriverState *bs,
         bdrv_refresh_filename(given[i]->bs);
     }
     for (i = 0; i < count; i++) {
+        if (absent[i]) {
+            continue;
+        }
         ret = stripe_read_header(given[i], i, &hdrs[i], errp);
         if (ret < 0) {
             return ret;
         }
         lens[i] = bdrv_getlength(given[i]->bs);
     }
-    if (!stripe_assemble(hdrs, lens, count, &as, &errnode, &msg)) {
+    if (!stripe_assemble_absent(hdrs, lens, count, absent_pos, &as, &errnode,
+                                &msg)) {
         if (as.twin >= 0) {
             /* a problem of two nodes: name both */
             g_autofree char *first = stripe_node_desc(given[as.twin],
@@ -109,6 +119,16 @@ int GRAPH_RDLOCK stripe_assemble_nodes(BlockDriverState *bs,
             g_autofree char *desc = stripe_node_desc(given[errnode],
                                                      errnode);
             error_setg(errp, "stripe: %s: %s", desc, msg);
+        } else if (absent_pos) {
+            /*
+             * Too many nodes failed: the first one that could not be
+             * opened says why, as without copies.
+             */
+            uint32_t present = ctz64(~absent_pos);
+            bool copies = present < count && hdrs[present].copies > 1;
+
+            stripe_absent_refuse(absent, ctz64(absent_pos),
+                                 copies ? msg : NULL, errp);
         } else {
             error_setg(errp, "stripe: %s", msg);
         }
@@ -124,11 +144,14 @@ int GRAPH_RDLOCK stripe_assemble_nodes(BlockDriverState *bs,
     s->given_pos = g_new(uint32_t, count);
     s->stale = g_new(bool, count);
     s->health = g_new0(StripeNodeHealth, count);
-    s->failed = s->failed_durable = as.failed;
+    s->failed = s->failed_durable = as.failed & ~as.absent;
     for (i = 0; i < count; i++) {
         s->nodes[i] = given[as.order[i]];
         s->given_pos[i] = as.order[i];
         s->stale[i] = as.stale[i];
+        if ((as.absent >> i) & 1) {
+            continue;   /* said by stripe_absent_adopt() */
+        }
         trace_stripe_assembled_node(bs, i, s->nodes[i]->bs->node_name,
                                     as.order[i], as.stale[i]);
         if (s->geo.stripe_unit % s->nodes[i]->bs->bl.request_alignment) {
@@ -145,7 +168,7 @@ int GRAPH_RDLOCK stripe_assemble_nodes(BlockDriverState *bs,
             warn_report("stripe: node %u (%s) has a header of generation %"
                         PRIu64 ", older than %" PRIu64 " (a header update "
                         "was cut off); run 'qemu-img check -r all' to "
-                        "repair it", as.order[i], s->nodes[i]->bs->filename,
+                        "repair it", as.order[i], stripe_node_name(s, i),
                         hdrs[as.order[i]].generation, s->generation);
         }
         if (stripe_node_failed(s, i)) {
@@ -153,13 +176,14 @@ int GRAPH_RDLOCK stripe_assemble_nodes(BlockDriverState *bs,
                         "failed (its header is of generation %" PRIu64
                         ", the image's %" PRIu64 "): its data is out of "
                         "date and it is not used; %s", as.order[i],
-                        s->nodes[i]->bs->filename, i,
+                        stripe_node_name(s, i), i,
                         hdrs[as.order[i]].generation, s->generation,
                         stripe_resync_at_open(bs) ?
                         "it is resynced in the background" :
                         "run 'qemu-img check -r all' to rebuild it");
         }
     }
+    stripe_absent_adopt(bs, absent);
     return 0;
 }
 
@@ -172,8 +196,8 @@ int coroutine_fn GRAPH_RDLOCK
 stripe_co_reload_headers(BlockDriverState *bs, Error **errp)
 {
     BDRVStripeState *s = bs->opaque;
-    g_autofree StripeHeader *hdrs = g_new(StripeHeader, s->node_count);
-    g_autofree uint64_t *lens = g_new(uint64_t, s->node_count);
+    g_autofree StripeHeader *hdrs = g_new0(StripeHeader, s->node_count);
+    g_autofree uint64_t *lens = g_new0(uint64_t, s->node_count);
     g_autofree char *msg = NULL;
     StripeAssembly as;
     bool same;
@@ -185,6 +209,9 @@ stripe_co_reload_headers(BlockDriverState *bs, Error **errp)
     QEMU_LOCK_GUARD(&s->resize_lock);
     QEMU_LOCK_GUARD(&s->health_lock);
     for (i = 0; i < s->node_count; i++) {
+        if (stripe_node_absent(s, i)) {
+            continue;
+        }
         ret = stripe_read_header(s->nodes[i], s->given_pos[i], &hdrs[i],
                                  errp);
         if (ret < 0) {
@@ -192,7 +219,10 @@ stripe_co_reload_headers(BlockDriverState *bs, Error **errp)
         }
         lens[i] = bdrv_co_getlength(s->nodes[i]->bs);
     }
-    if (!stripe_assemble(hdrs, lens, s->node_count, &as, &errnode, &msg)) {
+    /* in index order: the absent nodes take their own indices again */
+    if (!stripe_assemble_absent(hdrs, lens, s->node_count,
+                                qatomic_read(&s->absent), &as, &errnode,
+                                &msg)) {
         if (errnode >= 0) {
             g_autofree char *desc = stripe_node_desc(s->nodes[errnode],
                                                      s->given_pos[errnode]);
@@ -220,7 +250,8 @@ stripe_co_reload_headers(BlockDriverState *bs, Error **errp)
         s->stale[i] = as.stale[i];
     }
     qatomic_set(&s->failed, as.failed);
-    qatomic_set(&s->failed_durable, as.failed);
+    /* an absent node is failed in the headers only once a write says so */
+    qatomic_set(&s->failed_durable, as.failed & ~as.absent);
     if (s->cache) {
         stripe_cache_lock(s->cache);
         sc_cache_set_disk_size(s->cache->core, as.geo.virtual_size);
@@ -329,9 +360,16 @@ stripe_co_check_failed(BlockDriverState *bs, uint32_t i,
     Error *local_err = NULL;
     uint64_t units;
 
+    if (stripe_node_absent(s, i)) {
+        fprintf(stderr, "ERROR node index %u (%s) could not be opened: it "
+                "stays failed, its data out of date\n", i,
+                stripe_node_name(s, i));
+        result->corruptions++;
+        return;
+    }
     if (!(fix & BDRV_FIX_ERRORS)) {
         fprintf(stderr, "ERROR node index %u (%s) is failed: its data is out "
-                "of date\n", i, s->nodes[i]->bs->filename);
+                "of date\n", i, stripe_node_name(s, i));
         result->corruptions++;
         return;
     }
@@ -339,7 +377,7 @@ stripe_co_check_failed(BlockDriverState *bs, uint32_t i,
         return;
     }
     fprintf(stderr, "Rebuilding node index %u (%s) from the other copies\n",
-            i, s->nodes[i]->bs->filename);
+            i, stripe_node_name(s, i));
     if (stripe_co_rebuild_node(bs, i, &units, &local_err) < 0) {
         error_report_err(local_err);
         result->corruptions++;
@@ -385,7 +423,7 @@ stripe_co_check_bitmap(BlockDriverState *bs, BdrvCheckResult *result,
     }
     fprintf(stderr, "Resynced: %" PRIu64 " bytes written to copies\n",
             qatomic_read(&s->resync.bytes));
-    result->corruptions_fixed += ctpop64(failed);
+    result->corruptions_fixed += ctpop64(failed & ~qatomic_read(&s->absent));
 }
 
 int coroutine_fn GRAPH_RDLOCK
@@ -415,7 +453,7 @@ stripe_co_check(BlockDriverState *bs, BdrvCheckResult *result,
         ret = bdrv_co_pread(s->nodes[i], 0, sizeof(buf), buf, 0);
         if (ret < 0) {
             fprintf(stderr, "ERROR cannot read the header of node index %u "
-                    "(%s): %s\n", i, s->nodes[i]->bs->filename,
+                    "(%s): %s\n", i, stripe_node_name(s, i),
                     strerror(-ret));
             result->check_errors++;
             continue;
@@ -450,12 +488,12 @@ stripe_co_check(BlockDriverState *bs, BdrvCheckResult *result,
                 continue;
             }
             fprintf(stderr, "Repairing node index %u (%s): %s\n", i,
-                    s->nodes[i]->bs->filename, msg);
+                    stripe_node_name(s, i), msg);
             s->stale[i] = false;
             result->corruptions_fixed++;
         } else {
             fprintf(stderr, "ERROR node index %u (%s): %s\n", i,
-                    s->nodes[i]->bs->filename, msg);
+                    stripe_node_name(s, i), msg);
             result->corruptions++;
         }
     }

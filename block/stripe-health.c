@@ -83,7 +83,7 @@ stripe_co_mark_failed(BlockDriverState *bs, uint32_t node, int err)
         qatomic_set(&s->failed, s->failed | bit);
         error_report("stripe: node index %u (%s) failed (%s); the disk goes "
                      "on with the other copies of its data", node,
-                     s->nodes[node]->bs->filename, strerror(-err));
+                     stripe_node_name(s, node), strerror(-err));
     }
     s->generation++;
     trace_stripe_mark_failed(bs, node, err, s->generation);

@@ -367,6 +367,9 @@ stripe_co_confirm_skipped(BlockDriverState *bs, uint64_t skipped)
     uint32_t node;
     int ret;
 
+    if (bdrv_is_read_only(bs)) {
+        return 0;       /* nothing was written: e.g. a flush without a node */
+    }
     skipped &= qatomic_read(&s->failed) & ~qatomic_read(&s->failed_durable);
     for (node = 0; skipped; node++, skipped >>= 1) {
         if (skipped & 1) {

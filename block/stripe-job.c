@@ -240,7 +240,8 @@ void qmp_stripe_node_resync(const char *job_id, const char *node_name,
         return;
     }
     s = bs->opaque;
-    if (!qatomic_read(&s->failed) && !stripe_bitmap_dirty_regions(s)) {
+    if (!(qatomic_read(&s->failed) & ~qatomic_read(&s->absent)) &&
+        !stripe_bitmap_dirty_regions(s)) {
         error_setg(errp, "stripe: node '%s' has no failed node and no "
                    "dirty region: nothing to resync", node_name);
         return;
@@ -250,13 +251,19 @@ void qmp_stripe_node_resync(const char *job_id, const char *node_name,
 }
 
 /*
- * Whether @new_bs may take a node's place: used by nothing else (so not
- * a node of the image), and not holding a stripe header (a node of some
- * image: its data would be lost).  Its size is checked by the job, which
- * grows it if it can.
+ * Whether @new_bs may take the place of node index @index: used by
+ * nothing else (so not a node of the image), and either blank (returns 0;
+ * its size is checked by the job, which grows it if it can) or that very
+ * node come back (returns 1): this image's header for @index, no newer
+ * than the image's, listing no node as failed that the image does not
+ * (else it was written while the others were away: split brain).  Any
+ * other stripe header is refused (a node of some image: its data would be
+ * lost).  Returns -1 with @errp set when refused.
  */
-static bool stripe_replacement_ok(BlockDriverState *new_bs, Error **errp)
+static int stripe_replacement_kind(BlockDriverState *bs, uint32_t index,
+                                   BlockDriverState *new_bs, Error **errp)
 {
+    BDRVStripeState *s = bs->opaque;
     uint8_t buf[STRIPE_HEADER_SIZE];
     g_autofree char *msg = NULL;
     StripeHeader h;
@@ -270,19 +277,24 @@ static bool stripe_replacement_ok(BlockDriverState *new_bs, Error **errp)
     if (in_use) {
         error_setg(errp, "stripe: node '%s' is in use",
                    bdrv_get_node_name(new_bs));
-        return false;
+        return -1;
     }
     blk = blk_new_with_bs(new_bs, BLK_PERM_CONSISTENT_READ, BLK_PERM_ALL,
                           errp);
     if (!blk) {
-        return false;
+        return -1;
     }
     ret = blk_pread(blk, 0, sizeof(buf), buf, 0);
     blk_unref(blk);
     if (ret < 0) {
         error_setg_errno(errp, -ret, "stripe: cannot read node '%s'",
                          bdrv_get_node_name(new_bs));
-        return false;
+        return -1;
+    }
+    if (stripe_header_decode(buf, sizeof(buf), &h, &msg) == STRIPE_HEADER_OK &&
+        !memcmp(h.uuid, s->uuid, sizeof(s->uuid)) && h.node_index == index &&
+        h.generation <= s->generation && !(h.failed & ~s->failed)) {
+        return 1;
     }
     if (stripe_header_decode(buf, sizeof(buf), &h, &msg) !=
         STRIPE_HEADER_BLANK &&
@@ -291,11 +303,13 @@ static bool stripe_replacement_ok(BlockDriverState *new_bs, Error **errp)
 
         stripe_uuid_unparse(h.uuid, uuid);
         error_setg(errp, "stripe: node '%s' holds a stripe header (image "
-                   "%s): give a blank node", bdrv_get_node_name(new_bs),
-                   uuid);
-        return false;
+                   "%s, node index %u, generation %" PRIu64 "), and is not "
+                   "node index %u of this image come back: give a blank "
+                   "node", bdrv_get_node_name(new_bs), uuid, h.node_index,
+                   h.generation, index);
+        return -1;
     }
-    return true;
+    return 0;
 }
 
 void qmp_stripe_node_replace(const char *job_id, const char *node_name,
@@ -308,7 +322,7 @@ void qmp_stripe_node_replace(const char *job_id, const char *node_name,
     BlockDriverState *bs, *new_bs;
     BDRVStripeState *s;
     uint64_t outstanding;
-    int ret;
+    int kind, ret;
 
     GLOBAL_STATE_CODE();
     bs = stripe_job_target(node_name, errp);
@@ -324,7 +338,7 @@ void qmp_stripe_node_replace(const char *job_id, const char *node_name,
     if (!stripe_node_failed(s, index)) {
         error_setg(errp, "stripe: node index %u (%s) is not failed: only a "
                    "failed node can be replaced", index,
-                   s->nodes[index]->bs->filename);
+                   stripe_node_name(s, index));
         return;
     }
     /*
@@ -337,7 +351,7 @@ void qmp_stripe_node_replace(const char *job_id, const char *node_name,
                    PRIu64 " requests given up on, and cannot be detached "
                    "before it does: bring its target back (even with the LUN "
                    "offline) or let its driver fail them", index,
-                   s->nodes[index]->bs->filename, outstanding);
+                   stripe_node_name(s, index), outstanding);
         return;
     }
     new_bs = bdrv_find_node(new_node);
@@ -345,7 +359,8 @@ void qmp_stripe_node_replace(const char *job_id, const char *node_name,
         error_setg(errp, "stripe: no node named '%s'", new_node);
         return;
     }
-    if (!stripe_replacement_ok(new_bs, errp)) {
+    kind = stripe_replacement_kind(bs, index, new_bs, errp);
+    if (kind < 0) {
         return;
     }
     if (bdrv_try_change_aio_context(new_bs, bdrv_get_aio_context(bs), NULL,
@@ -358,9 +373,12 @@ void qmp_stripe_node_replace(const char *job_id, const char *node_name,
         stripe_resync_start(bs);
         return;
     }
+    stripe_absent_forget(s, index);
     bdrv_graph_rdlock_main_loop();
     bdrv_refresh_filename(new_bs);
     bdrv_graph_rdunlock_main_loop();
-    stripe_job_start(bs, job_id, index, has_speed, speed, has_auto_finalize,
-                     auto_finalize, has_auto_dismiss, auto_dismiss, errp);
+    /* the node come back misses only the regions set: a resync */
+    stripe_job_start(bs, job_id, kind ? -1 : (int64_t)index, has_speed, speed,
+                     has_auto_finalize, auto_finalize, has_auto_dismiss,
+                     auto_dismiss, errp);
 }

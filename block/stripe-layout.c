@@ -462,15 +462,26 @@ void stripe_uuid_unparse(const uint8_t *u, char *buf)
              u[15]);
 }
 
+/* Whether the node at position @i of the user's list has no header. */
+static bool is_absent(uint64_t absent, uint32_t i)
+{
+    return (absent >> i) & 1;
+}
+
 /* The UUID most nodes carry (the first one on a tie). */
-static uint32_t majority_node(const StripeHeader *hdrs, uint32_t count)
+static uint32_t majority_node(const StripeHeader *hdrs, uint32_t count,
+                              uint64_t absent)
 {
     uint32_t best = 0, best_votes = 0, i, j, votes;
 
     for (i = 0; i < count; i++) {
+        if (is_absent(absent, i)) {
+            continue;
+        }
         votes = 0;
         for (j = 0; j < count; j++) {
-            votes += !memcmp(hdrs[i].uuid, hdrs[j].uuid, 16);
+            votes += !is_absent(absent, j) &&
+                     !memcmp(hdrs[i].uuid, hdrs[j].uuid, 16);
         }
         if (votes > best_votes) {
             best = i;
@@ -488,15 +499,18 @@ static uint32_t majority_node(const StripeHeader *hdrs, uint32_t count)
  * written while the other was away: neither holds all the data.
  */
 static bool assemble_failed(const StripeHeader *hdrs, uint32_t count,
-                            StripeAssembly *out, int *errnode,
-                            char **errmsg)
+                            uint64_t absent, StripeAssembly *out,
+                            int *errnode, char **errmsg)
 {
     uint64_t unit;
     uint32_t i, j, x, y;
 
-    out->failed = 0;
+    out->failed = out->absent;
     for (i = 0; i < count; i++) {
         for (j = 0; j < count; j++) {
+            if (is_absent(absent, i) || is_absent(absent, j)) {
+                continue;
+            }
             x = hdrs[i].node_index;
             y = hdrs[j].node_index;
             if (!((hdrs[j].failed >> x) & 1)) {
@@ -539,23 +553,41 @@ bool stripe_assemble(const StripeHeader *hdrs, const uint64_t *node_len,
                      uint32_t count, StripeAssembly *out, int *errnode,
                      char **errmsg)
 {
+    return stripe_assemble_absent(hdrs, node_len, count, 0, out, errnode,
+                                  errmsg);
+}
+
+bool stripe_assemble_absent(const StripeHeader *hdrs,
+                            const uint64_t *node_len, uint32_t count,
+                            uint64_t absent, StripeAssembly *out,
+                            int *errnode, char **errmsg)
+{
     const StripeHeader *ref;
     char want[37], got[37];
     int32_t seen[STRIPE_MAX_NODES];
+    uint32_t index_of[STRIPE_MAX_NODES];
     uint64_t needed;
-    uint32_t i, newest;
+    uint32_t i, idx, newest;
 
     *errnode = -1;
     out->twin = -1;
+    out->absent = 0;
     if (count < 1 || count > STRIPE_MAX_NODES) {
         set_err(errmsg, "%u nodes given, a stripe needs 1 to %d", count,
                 STRIPE_MAX_NODES);
         return false;
     }
-    ref = &hdrs[majority_node(hdrs, count)];
+    if (absent == (count == 64 ? UINT64_MAX : (UINT64_C(1) << count) - 1)) {
+        set_err(errmsg, "none of the %u nodes could be opened", count);
+        return false;
+    }
+    ref = &hdrs[majority_node(hdrs, count, absent)];
     stripe_uuid_unparse(ref->uuid, want);
 
     for (i = 0; i < count; i++) {
+        if (is_absent(absent, i)) {
+            continue;
+        }
         if (memcmp(hdrs[i].uuid, ref->uuid, 16)) {
             stripe_uuid_unparse(hdrs[i].uuid, got);
             *errnode = i;
@@ -602,8 +634,11 @@ bool stripe_assemble(const StripeHeader *hdrs, const uint64_t *node_len,
 
     memset(seen, -1, sizeof(seen));
     for (i = 0; i < count; i++) {
-        uint32_t idx = hdrs[i].node_index;
-
+        if (is_absent(absent, i)) {
+            continue;
+        }
+        idx = hdrs[i].node_index;
+        index_of[i] = idx;
         if (seen[idx] >= 0) {
             *errnode = i;
             out->twin = seen[idx];
@@ -627,14 +662,35 @@ bool stripe_assemble(const StripeHeader *hdrs, const uint64_t *node_len,
                 ref->node_count, count);
         return false;
     }
+    /*
+     * The nodes without a header take the indices no header claims, in
+     * order: which absent node has which index is not known, and does not
+     * matter while they are absent.
+     */
+    idx = 0;
+    for (i = 0; i < count; i++) {
+        if (!is_absent(absent, i)) {
+            continue;
+        }
+        while (seen[idx] >= 0) {
+            idx++;
+        }
+        seen[idx] = i;
+        index_of[i] = idx;
+        out->absent |= UINT64_C(1) << idx;
+    }
 
-    newest = 0;
-    for (i = 1; i < count; i++) {
-        if (hdrs[i].generation > hdrs[newest].generation) {
+    newest = ref - hdrs;
+    for (i = 0; i < count; i++) {
+        if (!is_absent(absent, i) &&
+            hdrs[i].generation > hdrs[newest].generation) {
             newest = i;
         }
     }
     for (i = 0; i < count; i++) {
+        if (is_absent(absent, i)) {
+            continue;
+        }
         if (hdrs[i].generation == hdrs[newest].generation &&
             hdrs[i].virtual_size != hdrs[newest].virtual_size) {
             *errnode = i;
@@ -654,20 +710,23 @@ bool stripe_assemble(const StripeHeader *hdrs, const uint64_t *node_len,
     memcpy(out->uuid, ref->uuid, 16);
     out->generation = hdrs[newest].generation;
     out->split_brain = false;
-    if (!assemble_failed(hdrs, count, out, errnode, errmsg)) {
+    if (!assemble_failed(hdrs, count, absent, out, errnode, errmsg)) {
         return false;
     }
     needed = stripe_node_size_needed(&out->geo);
     for (i = 0; i < count; i++) {
-        uint32_t idx = hdrs[i].node_index;
-
+        idx = index_of[i];
+        out->order[idx] = i;
+        if (is_absent(absent, i)) {
+            out->stale[idx] = false;
+            continue;
+        }
         if (node_len[i] < needed) {
             *errnode = i;
             set_err(errmsg, "node is too small: %" PRIu64 " bytes, the "
                     "image needs %" PRIu64, node_len[i], needed);
             return false;
         }
-        out->order[idx] = i;
         out->stale[idx] = hdrs[i].generation != out->generation &&
                           !((out->failed >> idx) & 1);
     }

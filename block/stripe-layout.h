@@ -210,6 +210,11 @@ typedef struct StripeAssembly {
      */
     uint64_t failed;
     /*
+     * A bit per node index: the nodes that gave no header (could not be
+     * opened, stripe_assemble_absent()); they are in @failed too
+     */
+    uint64_t absent;
+    /*
      * When assembly fails because two nodes hold the same header, or
      * because each was written while the other was failed (split brain):
      * the position of the first, the offending node being the second;
@@ -237,6 +242,19 @@ typedef struct StripeAssembly {
 bool stripe_assemble(const StripeHeader *hdrs, const uint64_t *node_len,
                      uint32_t count, StripeAssembly *out, int *errnode,
                      char **errmsg);
+
+/*
+ * The same, where the nodes at the positions set in @absent (a bit per
+ * position in the user's list) gave no header: they could not be opened.
+ * Their hdrs[] and node_len[] are not looked at.  They take the node
+ * indices that no header claims, and are failed; the image assembles only
+ * while every stripe unit keeps a copy on a node that is not failed, and
+ * never from absent nodes alone.
+ */
+bool stripe_assemble_absent(const StripeHeader *hdrs,
+                            const uint64_t *node_len, uint32_t count,
+                            uint64_t absent, StripeAssembly *out,
+                            int *errnode, char **errmsg);
 
 /* Format a UUID as the usual 36-character string (buf: 37 bytes). */
 void stripe_uuid_unparse(const uint8_t *uuid, char *buf);

@@ -65,7 +65,7 @@ stripe_co_rebuild_units(BlockDriverState *bs, uint32_t node, void *buf,
             if (ret < 0) {
                 error_setg_errno(errp, -ret, "stripe: cannot read stripe "
                                  "unit %" PRIu64 " from node index %u (%s)",
-                                 k, from, s->nodes[from]->bs->filename);
+                                 k, from, stripe_node_name(s, from));
                 return ret;
             }
             ret = bdrv_co_pwrite(s->nodes[node], to_offset + done, chunk,
@@ -73,7 +73,7 @@ stripe_co_rebuild_units(BlockDriverState *bs, uint32_t node, void *buf,
             if (ret < 0) {
                 error_setg_errno(errp, -ret, "stripe: cannot write stripe "
                                  "unit %" PRIu64 " to node index %u (%s)",
-                                 k, node, s->nodes[node]->bs->filename);
+                                 k, node, stripe_node_name(s, node));
                 return ret;
             }
         }
@@ -114,7 +114,7 @@ stripe_co_rebuild_node(BlockDriverState *bs, uint32_t node, uint64_t *units,
     ret = bdrv_co_flush(s->nodes[node]->bs);
     if (ret < 0) {
         error_setg_errno(errp, -ret, "stripe: cannot flush node index %u "
-                         "(%s)", node, s->nodes[node]->bs->filename);
+                         "(%s)", node, stripe_node_name(s, node));
         return ret;
     }
     trace_stripe_rebuilt(bs, node, *units);

@@ -31,7 +31,7 @@ stripe_co_node_length(BDRVStripeState *s, uint32_t i, Error **errp)
 
     if (len < 0) {
         error_setg_errno(errp, -len, "stripe: cannot get the length of "
-                         "node index %u (%s)", i, s->nodes[i]->bs->filename);
+                         "node index %u (%s)", i, stripe_node_name(s, i));
     }
     return len;
 }
@@ -65,7 +65,7 @@ stripe_co_fit_node(BlockDriverState *bs, uint32_t i, uint64_t size,
     if (ret < 0) {
         error_setg(errp, "stripe: node index %u (%s) has %" PRId64
                    " bytes, size %" PRIu64 " needs %" PRIu64 " per node,"
-                   " and the node cannot grow", i, s->nodes[i]->bs->filename,
+                   " and the node cannot grow", i, stripe_node_name(s, i),
                    len, size, needed);
     }
     return ret;

@@ -90,7 +90,7 @@ stripe_co_resync_finish(BlockDriverState *bs, Error **errp)
         ret = bdrv_co_flush(s->nodes[i]->bs);
         if (ret < 0) {
             error_setg_errno(errp, -ret, "stripe: cannot flush node index "
-                             "%u (%s)", i, s->nodes[i]->bs->filename);
+                             "%u (%s)", i, stripe_node_name(s, i));
             return ret;
         }
         ret = stripe_bitmap_co_bring_back(bs, i, errp);
@@ -99,7 +99,7 @@ stripe_co_resync_finish(BlockDriverState *bs, Error **errp)
         }
         qatomic_and(&s->resync.nodes, ~(UINT64_C(1) << i));
         info_report("stripe: node index %u (%s) is live again",
-                    i, s->nodes[i]->bs->filename);
+                    i, stripe_node_name(s, i));
     }
     return 0;
 }
@@ -107,11 +107,13 @@ stripe_co_resync_finish(BlockDriverState *bs, Error **errp)
 /*
  * Start a pass: bring back the failed nodes among @nodes, and take the
  * regions set now.  A region set later was written to every copy, the
- * nodes being brought back included: it needs no copy.
+ * nodes being brought back included: it needs no copy.  A node that could
+ * not be opened has a stand-in, which is never brought back.
  */
 uint64_t stripe_resync_begin(BDRVStripeState *s, uint64_t nodes)
 {
-    uint64_t failed = qatomic_read(&s->failed) & nodes;
+    uint64_t failed = qatomic_read(&s->failed) & nodes &
+                      ~qatomic_read(&s->absent);
 
     qatomic_set(&s->resync.nodes, failed);
     qatomic_set(&s->resync.regions_done, 0);
@@ -295,6 +297,10 @@ static uint64_t coroutine_fn stripe_resync_co_wait_retry(BlockDriverState *bs,
         if (!failed) {
             return UINT64_MAX;  /* a region could not be read: try again */
         }
+        failed &= ~qatomic_read(&s->absent);
+        if (!failed) {
+            return 0;   /* it comes back by stripe-node-replace */
+        }
         answers = 0;
         for (i = 0; i < s->node_count; i++) {
             if (((failed >> i) & 1) &&
@@ -321,6 +327,10 @@ static void coroutine_fn stripe_resync_entry(void *opaque)
         ret = stripe_resync_co_pass(bs, nodes, buf);
         if (ret == -ECANCELED || !qatomic_read(&s->bitmap.resync_pending)) {
             break;
+        }
+        if (ret == 0 && !(qatomic_read(&s->failed) &
+                          ~qatomic_read(&s->absent))) {
+            break;      /* only nodes that could not be opened are left */
         }
         warn_report("stripe: the resync left a node failed (%s); it goes on "
                     "once the node answers", ret < 0 ? strerror(-ret) :

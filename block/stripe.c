@@ -99,6 +99,7 @@ static void stripe_free_node_map(BDRVStripeState *s)
     g_free(s->given_pos);
     g_free(s->stale);
     g_free(s->health);
+    stripe_absent_free_all(s);
     s->nodes = NULL;
     s->given_pos = NULL;
     s->stale = NULL;
@@ -111,6 +112,7 @@ static int stripe_open(BlockDriverState *bs, QDict *options, int flags,
     ERRP_GUARD();
     BDRVStripeState *s = bs->opaque;
     g_autofree BdrvChild **given = NULL;
+    g_autofree StripeAbsentNode **absent = NULL;
     g_autofree char *filename = NULL;
     QemuOpts *opts;
     QList *nodes;
@@ -174,23 +176,24 @@ static int stripe_open(BlockDriverState *bs, QDict *options, int flags,
     }
 
     given = g_new0(BdrvChild *, count);
+    absent = g_new0(StripeAbsentNode *, count);
     for (i = 0; i < count; i++) {
         g_autofree char *key = g_strdup_printf("nodes.%d", i);
+        g_autofree char *fkey = g_strconcat(key, ".filename", NULL);
+        g_autofree char *node_filename =
+            g_strdup(qdict_get_try_str(options, fkey));
 
         if (!stripe_parse_node_filename(options, key, errp)) {
+            stripe_absent_free_given(absent, count);
             return -EINVAL;
         }
         stripe_default_node_cache(options, key, flags);
-        /*
-         * The header is metadata: this role also keeps the children from
-         * being format-probed.
-         */
-        given[i] = bdrv_open_child(NULL, options, key, bs, &child_of_bds,
-                                   BDRV_CHILD_DATA | BDRV_CHILD_METADATA,
-                                   false, errp);
+        given[i] = stripe_open_node(bs, options, key, node_filename,
+                                    &absent[i], errp);
         if (!given[i]) {
             /* e.g. "Block node is read-only" says not which one */
             error_prepend(errp, "stripe: node %d: ", i);
+            stripe_absent_free_given(absent, count);
             return -EINVAL;
         }
     }
@@ -199,7 +202,7 @@ static int stripe_open(BlockDriverState *bs, QDict *options, int flags,
 
     qemu_co_mutex_init(&s->resize_lock);
     qemu_co_mutex_init(&s->health_lock);
-    if (stripe_assemble_nodes(bs, given, count, errp) < 0 ||
+    if (stripe_assemble_nodes(bs, given, count, absent, errp) < 0 ||
         stripe_bitmap_open(bs, errp) < 0) {
         goto fail;
     }
@@ -211,8 +214,11 @@ static int stripe_open(BlockDriverState *bs, QDict *options, int flags,
     bs->supported_write_flags = BDRV_REQ_WRITE_UNCHANGED | BDRV_REQ_FUA;
     bs->supported_zero_flags = BDRV_REQ_WRITE_UNCHANGED | BDRV_REQ_FUA |
         BDRV_REQ_MAY_UNMAP | BDRV_REQ_NO_FALLBACK;
-    for (i = 0; i < count; i++) {
-        bs->supported_zero_flags &= given[i]->bs->supported_zero_flags |
+    for (i = 0; i < s->node_count; i++) {
+        if (stripe_node_absent(s, i)) {
+            continue;   /* its stand-in is never written */
+        }
+        bs->supported_zero_flags &= s->nodes[i]->bs->supported_zero_flags |
             BDRV_REQ_WRITE_UNCHANGED | BDRV_REQ_FUA;
     }
     bs->supported_truncate_flags = BDRV_REQ_ZERO_WRITE;
@@ -233,6 +239,7 @@ fail:
     /* a failed open is not followed by stripe_close() */
     stripe_bitmap_free(s);
     stripe_free_node_map(s);
+    stripe_absent_free_given(absent, count);
     return -EINVAL;
 }
 
@@ -515,7 +522,7 @@ stripe_get_specific_info(BlockDriverState *bs, Error **errp)
             g_new0(ImageInfoSpecificStripeNode, 1);
 
         node->index = i;
-        node->filename = g_strdup(s->nodes[i]->bs->filename);
+        node->filename = g_strdup(stripe_node_name(s, i));
         node->stale_header = s->stale[i];
         node->state = stripe_node_state(s, i);
         QAPI_LIST_APPEND(tail, node);
@@ -528,20 +535,23 @@ stripe_get_specific_info(BlockDriverState *bs, Error **errp)
 }
 
 /*
- * stripe:PREFIX when the nodes are PREFIX.0 ... PREFIX.N-1 in index order,
- * otherwise stripe:F0|F1|... (a single node gets a trailing '|').
+ * stripe:PREFIX when the nodes are PREFIX.0 ... PREFIX.N-1 in index order
+ * and all opened, otherwise stripe:F0|F1|... (a single node gets a
+ * trailing '|').
  */
 static void GRAPH_RDLOCK stripe_refresh_filename(BlockDriverState *bs)
 {
     BDRVStripeState *s = bs->opaque;
     g_autoptr(GString) name = g_string_new("stripe:");
-    const char *first = s->nodes[0]->bs->exact_filename;
+    const char *first = stripe_node_exact_filename(s, 0);
     size_t plen = strlen(first);
-    bool prefix_form = plen > 2 && g_str_has_suffix(first, ".0");
+    /* the prefix form finds the nodes by their files: not one missing */
+    bool prefix_form = plen > 2 && g_str_has_suffix(first, ".0") &&
+                       !qatomic_read(&s->absent);
     uint32_t i;
 
     for (i = 0; i < s->node_count; i++) {
-        const char *f = s->nodes[i]->bs->exact_filename;
+        const char *f = stripe_node_exact_filename(s, i);
         g_autofree char *want = NULL;
 
         if (!f[0] || strchr(f, '|')) {
@@ -554,7 +564,7 @@ static void GRAPH_RDLOCK stripe_refresh_filename(BlockDriverState *bs)
         g_string_append_len(name, first, plen - 2);
     } else {
         for (i = 0; i < s->node_count; i++) {
-            g_string_append(name, s->nodes[i]->bs->exact_filename);
+            g_string_append(name, stripe_node_exact_filename(s, i));
             if (i + 1 < s->node_count || s->node_count == 1) {
                 g_string_append_c(name, '|');
             }
@@ -576,7 +586,7 @@ stripe_gather_child_options(BlockDriverState *bs, QDict *target,
     /* In index order: any order opens the same image. */
     qdict_put(target, "nodes", list);
     for (i = 0; i < s->node_count; i++) {
-        qlist_append(list, qobject_ref(s->nodes[i]->bs->full_open_options));
+        qlist_append(list, stripe_node_open_options(s, i));
     }
 }
 

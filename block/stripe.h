@@ -288,6 +288,13 @@ typedef struct StripeResync {
  *   - cache, cache_opts: open, reopen commit and close, main loop, with the
  *     node drained, so that no request sees the cache change under it.
  */
+/* A node that could not be opened, and its stand-in (stripe-absent.c). */
+typedef struct StripeAbsentNode {
+    char *name;                 /* its filename as given, or json:{...} */
+    QDict *opts;                /* its options as given */
+    Error *why;                 /* its open error, until assembly */
+} StripeAbsentNode;
+
 typedef struct BDRVStripeState {
     StripeGeometry geo;
     uint8_t uuid[16];
@@ -305,6 +312,9 @@ typedef struct BDRVStripeState {
     BdrvChild **nodes;          /* indexed by node index (assembled order) */
     uint32_t *given_pos;        /* nodes[i] was the given_pos[i]-th node */
     bool *stale;                /* header older than s->generation */
+    /* bit per node index: not opened, a stand-in instead; also failed */
+    uint64_t absent;
+    StripeAbsentNode **absent_nodes;    /* per node index, or NULL */
     uint64_t max_node_request;  /* bytes, <= every node's max_transfer */
     SCOptions cache_opts;       /* as given, kept while the cache is off */
     StripeCache *cache;         /* NULL: cache.direct=on, IO goes through */
@@ -319,9 +329,26 @@ bool stripe_parse_cache_options(QemuOpts *opts, SCOptions *o, Error **errp);
 bool stripe_parse_node_timeout(QemuOpts *opts, int64_t *timeout_ns,
                                Error **errp);
 
+/* stripe-absent.c */
+BdrvChild *stripe_open_node(BlockDriverState *bs, QDict *options,
+                            const char *key, const char *filename,
+                            StripeAbsentNode **absent, Error **errp);
+void stripe_absent_node_free(StripeAbsentNode *a);
+void stripe_absent_free_given(StripeAbsentNode **absent, uint32_t count);
+uint64_t stripe_absent_positions(StripeAbsentNode **absent, uint32_t count);
+void stripe_absent_refuse(StripeAbsentNode **absent, uint32_t pos,
+                          const char *why_not, Error **errp);
+void stripe_absent_adopt(BlockDriverState *bs, StripeAbsentNode **absent);
+void stripe_absent_forget(BDRVStripeState *s, uint32_t i);
+void stripe_absent_free_all(BDRVStripeState *s);
+const char *stripe_node_name(BDRVStripeState *s, uint32_t i);
+const char *stripe_node_exact_filename(BDRVStripeState *s, uint32_t i);
+QDict *stripe_node_open_options(BDRVStripeState *s, uint32_t i);
+
 /* stripe-header.c */
 int GRAPH_RDLOCK stripe_assemble_nodes(BlockDriverState *bs,
                                        BdrvChild **given, uint32_t count,
+                                       StripeAbsentNode **absent,
                                        Error **errp);
 int coroutine_fn GRAPH_RDLOCK
 stripe_co_reload_headers(BlockDriverState *bs, Error **errp);
@@ -453,6 +480,12 @@ int coroutine_fn stripe_cache_wait_ticket(BlockDriverState *bs,
 static inline bool stripe_node_failed(BDRVStripeState *s, uint32_t node)
 {
     return (qatomic_read(&s->failed) >> node) & 1;
+}
+
+/* Whether node @node could not be opened (a stand-in holds its place). */
+static inline bool stripe_node_absent(BDRVStripeState *s, uint32_t node)
+{
+    return (qatomic_read(&s->absent) >> node) & 1;
 }
 
 int coroutine_fn GRAPH_RDLOCK

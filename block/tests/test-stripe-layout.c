@@ -460,6 +460,66 @@ static void test_lost_unit(void)
     sc_assert_cmpu(unit, ==, 2);
 }
 
+/* Nodes that gave no header (could not be opened): stripe_assemble_absent() */
+static void test_assemble_absent(void)
+{
+    const uint64_t len = 64 * 1024 * 1024;
+    uint64_t lens[4] = { len, len, len, len };
+    StripeHeader h[4];
+    StripeAssembly as;
+    char *msg = NULL;
+    int errnode;
+    uint32_t i;
+
+    /* Given in the order 2, (absent), 3, 0: the absent one is index 1. */
+    make_replicated(h, 4, 2);
+    {
+        StripeHeader given[4] = { h[2], { 0 }, h[3], h[0] };
+
+        for (i = 0; i < 4; i++) {
+            if (i != 1) {
+                encode_decode(&given[i]);
+            }
+        }
+        g_assert(stripe_assemble_absent(given, lens, 4, 1ull << 1, &as,
+                                        &errnode, &msg));
+        sc_assert_cmpu(as.absent, ==, 1ull << 1);
+        sc_assert_cmpu(as.failed, ==, 1ull << 1);
+        sc_assert_cmpu(as.order[0], ==, 3);
+        sc_assert_cmpu(as.order[1], ==, 1);
+        sc_assert_cmpu(as.order[2], ==, 0);
+        sc_assert_cmpu(as.order[3], ==, 2);
+        g_assert(!as.stale[1]);
+
+        /* with node 2 (position 0) failed in the others' headers too */
+        given[2].failed = given[3].failed = 1ull << 2;
+        given[2].generation = given[3].generation = 2;
+        g_assert(!stripe_assemble_absent(given, lens, 4, 1ull << 1, &as,
+                                         &errnode, &msg));
+        sc_assert_cmpi(errnode, ==, -1);
+        sc_assert(strstr(msg, "node indices 1, 2 are failed"));
+
+        /* every node absent */
+        g_free(msg);
+        msg = NULL;
+        g_assert(!stripe_assemble_absent(given, lens, 4, 0xf, &as, &errnode,
+                                         &msg));
+        sc_assert(strstr(msg, "none of the 4 nodes"));
+    }
+
+    /* One copy: an absent node loses its units. */
+    for (i = 0; i < 3; i++) {
+        make_header(&h[i], i, 3);
+        encode_decode(&h[i]);
+    }
+    g_free(msg);
+    msg = NULL;
+    g_assert(!stripe_assemble_absent(h, lens, 3, 1ull << 2, &as, &errnode,
+                                     &msg));
+    sc_assert(strstr(msg, "too many failed nodes"));
+    g_free(msg);
+}
+
 static void test_assemble_failed(void)
 {
     const uint64_t len = 64 * 1024 * 1024;
@@ -652,6 +712,7 @@ int main(int argc, char **argv)
     g_test_add_func("/stripe-layout/assemble", test_assemble);
     g_test_add_func("/stripe-layout/lost-unit", test_lost_unit);
     g_test_add_func("/stripe-layout/assemble-failed", test_assemble_failed);
+    g_test_add_func("/stripe-layout/assemble-absent", test_assemble_absent);
     g_test_add_func("/stripe-layout/bitmap", test_bitmap);
     return g_test_run();
 }
