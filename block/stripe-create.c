@@ -45,7 +45,8 @@ QemuOptsList stripe_create_opts = {
             .name = STRIPE_OPT_UNIT,
             .type = QEMU_OPT_SIZE,
             .help = "Bytes per stripe unit: a power of two from 512 bytes "
-                    "to 64 MiB (default 256 KiB)"
+                    "to 64 MiB (default 256 KiB, or the nodes' allocation "
+                    "unit if larger, e.g. an RBD object)"
         },
         {
             .name = STRIPE_OPT_NODE_COUNT,
@@ -290,8 +291,35 @@ stripe_co_nodes_data_offset(BlockDriverState **bss, uint32_t count,
 }
 
 /*
+ * The stripe unit when none is given: the nodes' allocation unit when
+ * every node has one larger than the default (an RBD image's object, 4
+ * MiB by default: a unit is then one object, and a large request one
+ * OSD operation instead of one per 256 KiB); else the default.
+ */
+static uint64_t coroutine_fn GRAPH_UNLOCKED
+stripe_co_nodes_default_unit(BlockDriverState **bss, uint32_t count)
+{
+    uint64_t unit = STRIPE_MAX_NODE_ALLOC_UNIT;
+    uint32_t i;
+
+    bdrv_graph_co_rdlock();
+    for (i = 0; i < count; i++) {
+        BlockDriverInfo bdi = { 0 };
+
+        if (bdrv_co_get_info(bss[i], &bdi) < 0 || bdi.cluster_size <= 0 ||
+            !is_power_of_2(bdi.cluster_size)) {
+            unit = STRIPE_DEFAULT_UNIT;
+            break;
+        }
+        unit = MIN(unit, bdi.cluster_size);
+    }
+    bdrv_graph_co_rdunlock();
+    return MAX(unit, STRIPE_DEFAULT_UNIT);
+}
+
+/*
  * Format @count open nodes, in stripe order, as one new image.  @names
- * (optional) is how the user named them.
+ * (optional) is how the user named them.  @stripe_unit 0: the default.
  */
 static int coroutine_fn GRAPH_UNLOCKED
 stripe_co_format(BlockDriverState **bss, const char *const *names,
@@ -313,6 +341,9 @@ stripe_co_format(BlockDriverState **bss, const char *const *names,
     uint32_t i, j;
     int ret = 0;
 
+    if (!stripe_unit) {
+        stripe_unit = stripe_co_nodes_default_unit(bss, count);
+    }
     msg = stripe_geometry_check(size, stripe_unit, count, copies) ?:
           stripe_create_bitmap_check(size, stripe_unit, copies,
                                      has_bitmap_region, &bitmap_region);
@@ -453,8 +484,7 @@ stripe_co_create(BlockdevCreateOptions *options, Error **errp)
         }
     }
     ret = stripe_co_format(bss, NULL, count, opts->size,
-                           opts->has_stripe_unit ? opts->stripe_unit :
-                           STRIPE_DEFAULT_UNIT,
+                           opts->has_stripe_unit ? opts->stripe_unit : 0,
                            opts->has_copies ? opts->copies : 1,
                            opts->has_bitmap_region, opts->bitmap_region,
                            opts->has_force && opts->force, errp);
@@ -692,8 +722,8 @@ stripe_co_create_opts(BlockDriver *drv, const char *filename,
         }
     }
     ret = stripe_co_format(bss, (const char *const *)names, count, size,
-                           stripe_unit, copies, has_bitmap_region,
-                           bitmap_region, force, errp);
+                           has_unit ? stripe_unit : 0, copies,
+                           has_bitmap_region, bitmap_region, force, errp);
 
 out:
     for (i = 0; i < count; i++) {

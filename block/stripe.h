@@ -103,7 +103,7 @@
  */
 #define STRIPE_CACHE_WB_PER_NODE        4
 #define STRIPE_CACHE_FETCH_PER_NODE     4
-#define STRIPE_CACHE_JOBS_PER_RBD_NODE  16
+#define STRIPE_CACHE_JOBS_PER_RBD_NODE  128
 /* A reader starved by evictions this often reads around the cache. */
 #define STRIPE_CACHE_MAX_READ_ROUNDS    8
 /*
