@@ -475,6 +475,25 @@ stripe_co_sync_live_copy(BlockDriverState *bs, StripePick pick,
 }
 
 /*
+ * Where a read of @offset goes, up to the end of its unit (the length
+ * returned): the copy stripe_co_rw() reads, the first one not on a failed
+ * node.  Block status answers with it, so that it describes exactly what
+ * reads return: a failed node may hold old data, or be the stand-in of a
+ * node that could not be opened.
+ */
+uint64_t stripe_map_read(BDRVStripeState *s, uint64_t offset, uint32_t *node,
+                         uint64_t *node_offset)
+{
+    uint32_t copies[STRIPE_MAX_COPIES] = { 0 };
+
+    if (s->geo.copies > 1) {
+        stripe_pick_copies(s, offset, qatomic_read(&s->failed),
+                           STRIPE_PICK_FIRST, copies);
+    }
+    return stripe_map_copy(&s->geo, offset, copies[0], node, node_offset);
+}
+
+/*
  * A resync: make every copy of the range but the one a read takes (the
  * source, in @qiov) equal to it.  The nodes being brought back get all
  * their copies written: they missed writes.  The live ones hold the

@@ -432,13 +432,14 @@ stripe_co_block_status(BlockDriverState *bs, bool want_zero, int64_t offset,
     }
 
     /*
-     * Report the node's mapping; the generic code asks the node.  With one
+     * Report the mapping on the node reads use (with copies, not a failed
+     * one); the generic code asks the node.  With one
      * node the whole disk is one run on it: consumers that read what one
      * answer covers (an NBD export's sparse reads) then read it at once.
      * With several nodes each answer is one unit, so that qemu-img map
      * and others get a mapping (docs/cache-design.md, section 12).
      */
-    in_unit = stripe_map(&s->geo, offset, &node, &node_offset);
+    in_unit = stripe_map_read(s, offset, &node, &node_offset);
     *pnum = s->node_count == 1 ? bytes : MIN(bytes, in_unit);
     *map = node_offset;
     *file = s->nodes[node]->bs;

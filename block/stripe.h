@@ -414,6 +414,8 @@ int coroutine_fn GRAPH_RDLOCK
 stripe_co_each_node(BlockDriverState *bs, StripeOp op, int64_t node_offset,
                     int64_t bytes, QEMUIOVector *qiov,
                     BdrvRequestFlags flags);
+uint64_t stripe_map_read(BDRVStripeState *s, uint64_t offset, uint32_t *node,
+                         uint64_t *node_offset);
 int coroutine_fn GRAPH_RDLOCK
 stripe_co_write_other_copies(BlockDriverState *bs, int64_t offset,
                              int64_t bytes, QEMUIOVector *qiov,
