@@ -464,12 +464,64 @@ static void check_assembly(const StripeHeader *hdrs, const uint64_t *lens,
     }
 }
 
+/*
+ * The same set with the nodes in @absent (positions) unopened: what
+ * stripe_assemble_absent() promised about an image it accepted.
+ */
+static void check_assemble_absent(const StripeHeader *hdrs,
+                                  const uint64_t *lens, uint32_t count,
+                                  uint64_t absent)
+{
+    uint64_t newest = 0, claimed = 0, unit;
+    StripeAssembly as;
+    char *msg = NULL;
+    int errnode = -2;
+    uint32_t i, k;
+
+    if (!stripe_assemble_absent(hdrs, lens, count, absent, &as, &errnode,
+                                &msg)) {
+        fuzz_check(msg && *msg, "refused without a message");
+        g_free(msg);
+        return;
+    }
+    fuzz_check(count <= 64 && absent != (count == 64 ? UINT64_MAX :
+                                         (UINT64_C(1) << count) - 1),
+               "assembled from absent nodes alone");
+    fuzz_check(__builtin_popcountll(as.absent) ==
+               __builtin_popcountll(absent) && (as.absent & ~as.failed) == 0, "absent 0x%" PRIx64 " of "
+               "0x%" PRIx64 ", failed 0x%" PRIx64, as.absent, absent,
+               as.failed);
+    fuzz_check(!stripe_geometry_lost_unit(&as.geo, as.failed, &unit),
+               "assembled with unit %" PRIu64 " on failed nodes only", unit);
+    for (i = 0; i < count; i++) {
+        if (!((absent >> i) & 1)) {
+            newest = MAX(newest, hdrs[i].generation);
+            claimed |= UINT64_C(1) << hdrs[i].node_index;
+        }
+    }
+    fuzz_check(as.generation == newest && !(claimed & as.absent),
+               "generation %" PRIu64 " (newest %" PRIu64 "), absent 0x%"
+               PRIx64 " claimed 0x%" PRIx64, as.generation, newest,
+               as.absent, claimed);
+    for (k = 0; k < count; k++) {
+        i = as.order[k];
+        fuzz_check(i < count && ((absent >> i) & 1 ?
+                                 (as.absent >> k) & 1 :
+                                 hdrs[i].node_index == k),
+                   "order[%u] = %u", k, i);
+    }
+}
+
 static void check_assemble(const StripeHeader *hdrs, const uint64_t *lens,
                            uint32_t count, bool must_succeed, FuzzInput *in)
 {
     StripeAssembly as;
     char *msg = NULL;
     int errnode = -2;
+
+    check_assemble_absent(hdrs, lens, count, fuzz_u64(in) &
+                          (count >= 64 ? UINT64_MAX :
+                           (UINT64_C(1) << count) - 1));
 
     if (stripe_assemble(hdrs, lens, count, &as, &errnode, &msg)) {
         fuzz_check(!msg, "assembled with a message: %s", msg);
