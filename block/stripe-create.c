@@ -499,9 +499,40 @@ out:
 
 /*
  * Split a stripe: filename into node filenames.  @prefix_count is the
- * number of nodes of the PREFIX form; 0 means "as many PREFIX.i files as
- * exist".
+ * number of nodes of the PREFIX form; 0 means "as many as the first
+ * header found says, or as many PREFIX.i files as exist".
  */
+/*
+ * How many nodes the image at PREFIX has, from the header of the first
+ * PREFIX.i file that holds one; 0 if none does.  So that stripe:PREFIX
+ * names every node even when a file is missing: a replicated image opens
+ * without it (stripe-absent.c).
+ */
+static uint32_t stripe_prefix_node_count(const char *prefix)
+{
+    uint8_t buf[STRIPE_HEADER_SIZE];
+    StripeHeader h;
+    uint32_t i;
+
+    for (i = 0; i < STRIPE_MAX_NODES; i++) {
+        g_autofree char *name = g_strdup_printf("%s.%u", prefix, i);
+        int fd = qemu_open_old(name, O_RDONLY);
+        ssize_t len;
+
+        if (fd < 0) {
+            continue;
+        }
+        len = pread(fd, buf, sizeof(buf), 0);
+        qemu_close(fd);
+        if (len == sizeof(buf) &&
+            stripe_header_decode(buf, sizeof(buf), &h, NULL) ==
+            STRIPE_HEADER_OK) {
+            return h.node_count;
+        }
+    }
+    return 0;
+}
+
 static char **stripe_split_filename(const char *filename,
                                     uint32_t prefix_count, Error **errp)
 {
@@ -521,6 +552,9 @@ static char **stripe_split_filename(const char *filename,
             }
         }
     } else if (spec[0]) {
+        if (!prefix_count) {
+            prefix_count = stripe_prefix_node_count(spec);
+        }
         for (i = 0; prefix_count ? i < prefix_count : true; i++) {
             char *name = g_strdup_printf("%s.%u", spec, i);
 

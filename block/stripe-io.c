@@ -579,6 +579,11 @@ stripe_co_each_node(BlockDriverState *bs, StripeOp op, int64_t node_offset,
     aio_task_pool_wait_all(pool);
     ret = aio_task_pool_status(pool);
     aio_task_pool_free(pool);
+    /*
+     * A node that could not be opened got no write here to miss a flush
+     * or a bitmap block of: the first data write that skips it marks it.
+     */
+    skipped &= ~qatomic_read(&s->absent);
     return ret < 0 ? ret : stripe_co_confirm_skipped(bs, skipped);
 }
 
