@@ -190,13 +190,13 @@ void stripe_absent_adopt(BlockDriverState *bs, StripeAbsentNode **absent)
     }
 }
 
-/* The real node @i took the stand-in's place: forget what stood in. */
+/*
+ * The real node @i took the stand-in's place.  What stood in is kept
+ * until close: a request in another thread may have just seen the bit and
+ * be naming the node.
+ */
 void stripe_absent_forget(BDRVStripeState *s, uint32_t i)
 {
-    if (s->absent_nodes) {
-        stripe_absent_node_free(s->absent_nodes[i]);
-        s->absent_nodes[i] = NULL;
-    }
     qatomic_and(&s->absent, ~(UINT64_C(1) << i));
 }
 

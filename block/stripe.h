@@ -280,6 +280,10 @@ typedef struct StripeResync {
  *     to it after it was marked, which is harmless, and a write that
  *     skipped a failed node is acknowledged only once the marking is in
  *     the headers (stripe_co_mark_failed());
+ *   - absent: set at open; a bit is cleared (atomically, main loop) when
+ *     stripe-node-replace puts the real node in; read atomically.
+ *     absent_nodes[]: set at open, freed only at close, so that a reader
+ *     that saw a bit just before it was cleared still finds its entry;
  *   - health[]: atomic counters;
  *   - bitmap, resync: see their structures;
  *   - node_timeout_ns, auto_resync: open and reopen commit, read
