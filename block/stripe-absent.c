@@ -81,10 +81,10 @@ static StripeAbsentNode *stripe_absent_capture(QDict *options,
 }
 
 /*
- * Open the node at @key (position @pos in the user's list).  A node given
- * inline that fails to open gets a stand-in, and *@absent what the user
- * gave and why it failed; the caller decides whether the image can do
- * without it.  @filename: the node's filename as given, if any.
+ * Open the node at @key (nodes.N).  A node given inline that fails to
+ * open gets a stand-in, and *@absent what the user gave and why it
+ * failed; the caller decides whether the image can do without it.
+ * @filename: the node's filename as given, if any.
  */
 BdrvChild *stripe_open_node(BlockDriverState *bs, QDict *options,
                             const char *key, const char *filename,
@@ -215,7 +215,7 @@ void stripe_absent_free_all(BDRVStripeState *s)
 /* How messages name node index @i: as the user gave it. */
 const char *stripe_node_name(BDRVStripeState *s, uint32_t i)
 {
-    if ((qatomic_read(&s->absent) >> i) & 1) {
+    if (stripe_node_absent(s, i)) {
         return s->absent_nodes[i]->name;
     }
     return s->nodes[i]->bs->filename;
@@ -224,7 +224,7 @@ const char *stripe_node_name(BDRVStripeState *s, uint32_t i)
 /* The exact filename of node index @i ("" when it has none). */
 const char *stripe_node_exact_filename(BDRVStripeState *s, uint32_t i)
 {
-    if ((qatomic_read(&s->absent) >> i) & 1) {
+    if (stripe_node_absent(s, i)) {
         const char *name = s->absent_nodes[i]->name;
 
         return g_str_has_prefix(name, "json:") ? "" : name;
@@ -235,7 +235,7 @@ const char *stripe_node_exact_filename(BDRVStripeState *s, uint32_t i)
 /* The options that open node index @i (a new reference). */
 QDict *stripe_node_open_options(BDRVStripeState *s, uint32_t i)
 {
-    if ((qatomic_read(&s->absent) >> i) & 1) {
+    if (stripe_node_absent(s, i)) {
         return qobject_ref(s->absent_nodes[i]->opts);
     }
     return qobject_ref(s->nodes[i]->bs->full_open_options);

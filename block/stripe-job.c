@@ -240,8 +240,7 @@ void qmp_stripe_node_resync(const char *job_id, const char *node_name,
         return;
     }
     s = bs->opaque;
-    if (!(qatomic_read(&s->failed) & ~qatomic_read(&s->absent)) &&
-        !stripe_bitmap_dirty_regions(s)) {
+    if (!stripe_failed_reachable(s) && !stripe_bitmap_dirty_regions(s)) {
         error_setg(errp, "stripe: node '%s' has no failed node and no "
                    "dirty region: nothing to resync", node_name);
         return;
@@ -266,6 +265,7 @@ static int stripe_replacement_kind(BlockDriverState *bs, uint32_t index,
     BDRVStripeState *s = bs->opaque;
     uint8_t buf[STRIPE_HEADER_SIZE];
     g_autofree char *msg = NULL;
+    StripeHeaderStatus st;
     StripeHeader h;
     BlockBackend *blk;
     bool in_use;
@@ -291,13 +291,13 @@ static int stripe_replacement_kind(BlockDriverState *bs, uint32_t index,
                          bdrv_get_node_name(new_bs));
         return -1;
     }
-    if (stripe_header_decode(buf, sizeof(buf), &h, &msg) == STRIPE_HEADER_OK &&
-        !memcmp(h.uuid, s->uuid, sizeof(s->uuid)) && h.node_index == index &&
-        h.generation <= s->generation && !(h.failed & ~s->failed)) {
+    st = stripe_header_decode(buf, sizeof(buf), &h, &msg);
+    if (st == STRIPE_HEADER_OK && !memcmp(h.uuid, s->uuid, sizeof(s->uuid)) &&
+        h.node_index == index && h.generation <= s->generation &&
+        !(h.failed & ~s->failed)) {
         return 1;
     }
-    if (stripe_header_decode(buf, sizeof(buf), &h, &msg) !=
-        STRIPE_HEADER_BLANK &&
+    if (st != STRIPE_HEADER_BLANK &&
         !memcmp(buf, STRIPE_MAGIC, STRIPE_MAGIC_LEN)) {
         char uuid[37];
 

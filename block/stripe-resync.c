@@ -112,8 +112,7 @@ stripe_co_resync_finish(BlockDriverState *bs, Error **errp)
  */
 uint64_t stripe_resync_begin(BDRVStripeState *s, uint64_t nodes)
 {
-    uint64_t failed = qatomic_read(&s->failed) & nodes &
-                      ~qatomic_read(&s->absent);
+    uint64_t failed = stripe_failed_reachable(s) & nodes;
 
     qatomic_set(&s->resync.nodes, failed);
     qatomic_set(&s->resync.regions_done, 0);
@@ -297,7 +296,7 @@ static uint64_t coroutine_fn stripe_resync_co_wait_retry(BlockDriverState *bs,
         if (!failed) {
             return UINT64_MAX;  /* a region could not be read: try again */
         }
-        failed &= ~qatomic_read(&s->absent);
+        failed = stripe_failed_reachable(s);
         if (!failed) {
             return 0;   /* it comes back by stripe-node-replace */
         }
@@ -328,8 +327,7 @@ static void coroutine_fn stripe_resync_entry(void *opaque)
         if (ret == -ECANCELED || !qatomic_read(&s->bitmap.resync_pending)) {
             break;
         }
-        if (ret == 0 && !(qatomic_read(&s->failed) &
-                          ~qatomic_read(&s->absent))) {
+        if (ret == 0 && !stripe_failed_reachable(s)) {
             break;      /* only nodes that could not be opened are left */
         }
         warn_report("stripe: the resync left a node failed (%s); it goes on "

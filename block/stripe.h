@@ -494,6 +494,12 @@ static inline bool stripe_node_absent(BDRVStripeState *s, uint32_t node)
     return (qatomic_read(&s->absent) >> node) & 1;
 }
 
+/* The failed nodes a resync may bring back: all but the stand-ins. */
+static inline uint64_t stripe_failed_reachable(BDRVStripeState *s)
+{
+    return qatomic_read(&s->failed) & ~qatomic_read(&s->absent);
+}
+
 int coroutine_fn GRAPH_RDLOCK
 stripe_co_mark_failed(BlockDriverState *bs, uint32_t node, int err);
 int coroutine_fn GRAPH_RDLOCK

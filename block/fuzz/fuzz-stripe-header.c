@@ -488,9 +488,10 @@ static void check_assemble_absent(const StripeHeader *hdrs,
                                          (UINT64_C(1) << count) - 1),
                "assembled from absent nodes alone");
     fuzz_check(__builtin_popcountll(as.absent) ==
-               __builtin_popcountll(absent) && (as.absent & ~as.failed) == 0, "absent 0x%" PRIx64 " of "
-               "0x%" PRIx64 ", failed 0x%" PRIx64, as.absent, absent,
-               as.failed);
+               __builtin_popcountll(absent) &&
+               (as.absent & ~as.failed) == 0,
+               "absent 0x%" PRIx64 " of 0x%" PRIx64 ", failed 0x%" PRIx64,
+               as.absent, absent, as.failed);
     fuzz_check(!stripe_geometry_lost_unit(&as.geo, as.failed, &unit),
                "assembled with unit %" PRIu64 " on failed nodes only", unit);
     for (i = 0; i < count; i++) {
