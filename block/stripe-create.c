@@ -264,57 +264,34 @@ static char *stripe_create_bitmap_check(uint64_t size, uint64_t stripe_unit,
 }
 
 /*
- * Where the data starts on the nodes: past the header and bitmap, and on
- * a boundary of the nodes' own allocation unit if they have one (an RBD
- * image's objects, 4 MiB by default), so that a stripe unit up to that
- * size never straddles two of them and costs two operations.
+ * The nodes' own allocation units (bdrv_get_info()'s cluster size: an RBD
+ * image's object, 4 MiB by default), asked once: *@largest, the largest
+ * power of two up to STRIPE_MAX_NODE_ALLOC_UNIT any node has (0: none);
+ * *@common, the smallest, capped there, when every node has one (else 0).
  */
-static uint64_t coroutine_fn GRAPH_UNLOCKED
-stripe_co_nodes_data_offset(BlockDriverState **bss, uint32_t count,
-                            uint64_t stripe_unit)
+static void coroutine_fn GRAPH_UNLOCKED
+stripe_co_nodes_alloc_units(BlockDriverState **bss, uint32_t count,
+                            uint64_t *largest, uint64_t *common)
 {
-    uint64_t off = stripe_default_data_offset(stripe_unit);
     uint32_t i;
 
-    bdrv_graph_co_rdlock();
-    for (i = 0; i < count; i++) {
-        BlockDriverInfo bdi = { 0 };
-
-        if (bdrv_co_get_info(bss[i], &bdi) == 0 && bdi.cluster_size > 0 &&
-            is_power_of_2(bdi.cluster_size) &&
-            bdi.cluster_size <= STRIPE_MAX_NODE_ALLOC_UNIT) {
-            off = MAX(off, bdi.cluster_size);
-        }
-    }
-    bdrv_graph_co_rdunlock();
-    return off;
-}
-
-/*
- * The stripe unit when none is given: the nodes' allocation unit when
- * every node has one larger than the default (an RBD image's object, 4
- * MiB by default: a unit is then one object, and a large request one
- * OSD operation instead of one per 256 KiB); else the default.
- */
-static uint64_t coroutine_fn GRAPH_UNLOCKED
-stripe_co_nodes_default_unit(BlockDriverState **bss, uint32_t count)
-{
-    uint64_t unit = STRIPE_MAX_NODE_ALLOC_UNIT;
-    uint32_t i;
-
+    *largest = 0;
+    *common = STRIPE_MAX_NODE_ALLOC_UNIT;
     bdrv_graph_co_rdlock();
     for (i = 0; i < count; i++) {
         BlockDriverInfo bdi = { 0 };
 
         if (bdrv_co_get_info(bss[i], &bdi) < 0 || bdi.cluster_size <= 0 ||
             !is_power_of_2(bdi.cluster_size)) {
-            unit = STRIPE_DEFAULT_UNIT;
-            break;
+            *common = 0;
+            continue;
         }
-        unit = MIN(unit, bdi.cluster_size);
+        if (bdi.cluster_size <= STRIPE_MAX_NODE_ALLOC_UNIT) {
+            *largest = MAX(*largest, bdi.cluster_size);
+        }
+        *common = MIN(*common, bdi.cluster_size);
     }
     bdrv_graph_co_rdunlock();
-    return MAX(unit, STRIPE_DEFAULT_UNIT);
 }
 
 /*
@@ -328,6 +305,7 @@ stripe_co_format(BlockDriverState **bss, const char *const *names,
                  uint64_t bitmap_region, bool force, Error **errp)
 {
     g_autofree BlockBackend **blks = g_new0(BlockBackend *, count);
+    uint64_t alloc_largest, alloc_common;
     g_autofree bool *grow = g_new0(bool, count);
     g_autofree bool *grown = g_new0(bool, count);
     g_autofree StripeNodeSaved *saved = g_new0(StripeNodeSaved, count);
@@ -341,8 +319,16 @@ stripe_co_format(BlockDriverState **bss, const char *const *names,
     uint32_t i, j;
     int ret = 0;
 
+    /*
+     * Without a unit given, the nodes' allocation unit when every node has
+     * one larger than the default: one unit is then one RBD object, and a
+     * large request one OSD operation instead of one per 256 KiB.  The
+     * data starts on a boundary of the largest, so that a unit up to that
+     * size never straddles two of them and costs two operations.
+     */
+    stripe_co_nodes_alloc_units(bss, count, &alloc_largest, &alloc_common);
     if (!stripe_unit) {
-        stripe_unit = stripe_co_nodes_default_unit(bss, count);
+        stripe_unit = MAX(alloc_common, STRIPE_DEFAULT_UNIT);
     }
     msg = stripe_geometry_check(size, stripe_unit, count, copies) ?:
           stripe_create_bitmap_check(size, stripe_unit, copies,
@@ -364,7 +350,8 @@ stripe_co_format(BlockDriverState **bss, const char *const *names,
         }
     }
     stripe_geometry_init(&geo, size, stripe_unit,
-                         stripe_co_nodes_data_offset(bss, count, stripe_unit),
+                         MAX(stripe_default_data_offset(stripe_unit),
+                             alloc_largest),
                          count);
     stripe_geometry_set_copies(&geo, copies);
     if (bitmap_region) {
@@ -498,11 +485,6 @@ out:
 }
 
 /*
- * Split a stripe: filename into node filenames.  @prefix_count is the
- * number of nodes of the PREFIX form; 0 means "as many as the first
- * header found says, or as many PREFIX.i files as exist".
- */
-/*
  * How many nodes the image at PREFIX has, from the header of the first
  * PREFIX.i file that holds one; 0 if none does.  So that stripe:PREFIX
  * names every node even when a file is missing: a replicated image opens
@@ -533,6 +515,11 @@ static uint32_t stripe_prefix_node_count(const char *prefix)
     return 0;
 }
 
+/*
+ * Split a stripe: filename into node filenames.  @prefix_count is the
+ * number of nodes of the PREFIX form; 0 means "as many as the first
+ * header found says, or as many PREFIX.i files as exist".
+ */
 static char **stripe_split_filename(const char *filename,
                                     uint32_t prefix_count, Error **errp)
 {
