@@ -430,6 +430,23 @@ void stripe_cache_completed(StripeCache *c, StripeJobBatch *b)
     stripe_cache_ended(c, 1, stripe_cache_now(), b);
 }
 
+/*
+ * Something other than a job let waiters go on (a staged write was
+ * published): wake them and start what became startable.
+ */
+void coroutine_fn stripe_cache_wake(BlockDriverState *bs)
+{
+    BDRVStripeState *s = bs->opaque;
+    StripeCache *c = s->cache;
+    StripeJobBatch batch;
+
+    stripe_cache_lock(c);
+    c->wakeups++;
+    stripe_cache_ended(c, 0, stripe_cache_now(), &batch);
+    stripe_cache_unlock(c);
+    stripe_cache_start_jobs(bs, &batch);
+}
+
 /* @n jobs or write-arounds ended (see stripe_cache_completed()). */
 static void stripe_cache_ended(StripeCache *c, unsigned n, int64_t now,
                                StripeJobBatch *b)
@@ -439,6 +456,20 @@ static void stripe_cache_ended(StripeCache *c, unsigned n, int64_t now,
     c->in_flight -= n;
     qemu_co_queue_restart_all(&c->progress);
     stripe_cache_collect_jobs(c, waiters, now, b);
+}
+
+/*
+ * Let a staged write that this request was refused for be published: it
+ * is being copied in another thread, a matter of microseconds, and its
+ * publisher wakes only those who wait for progress, which a request
+ * refused with no job in flight might not do for long.  Called and
+ * returns with c->lock held.
+ */
+void coroutine_fn stripe_cache_yield_for_staged(StripeCache *c)
+{
+    stripe_cache_unlock(c);
+    qemu_co_sleep_ns(QEMU_CLOCK_REALTIME, STRIPE_CACHE_STAGED_WAIT_NS);
+    stripe_cache_lock(c);
 }
 
 /*
@@ -461,11 +492,17 @@ bool coroutine_fn stripe_cache_wait_progress(BlockDriverState *bs,
 {
     int64_t now, wait;
 
+    unsigned wakeups = c->wakeups;
+
     /* nothing in flight: no completion will collect for us */
     if (kick || !c->in_flight) {
         stripe_cache_unlock(c);
         stripe_cache_kick(bs, true);
         stripe_cache_lock(c);
+        /* a staged write published meanwhile: look again */
+        if (c->wakeups != wakeups) {
+            return false;
+        }
     }
     if (c->in_flight) {
         qemu_co_queue_wait(&c->progress, &c->lock.mutex);

@@ -471,9 +471,32 @@ stripe_cache_co_write_around(BlockDriverState *bs, StripeOp op,
     SCAround *a;
 
     stripe_cache_lock(c);
-    a = sc_around_begin(c->core, offset, bytes);
+    /* not while a staged write copies into the range */
+    while (!(a = sc_around_begin(c->core, offset, bytes))) {
+        stripe_cache_yield_for_staged(c);
+    }
     return stripe_cache_co_send_around(bs, c, a, op, offset, bytes, qiov,
                                        qiov_offset, flags);
+}
+
+/*
+ * Copy a staged write (see sc_write_staged()) into the cache, with the
+ * lock dropped, and publish it.  If a writeback job, a write or a
+ * write-around was refused for these pages meanwhile, wake them now.
+ */
+static void coroutine_fn stripe_cache_copy_staged(BlockDriverState *bs,
+                                                  StripeCache *c,
+                                                  SCStage *stage,
+                                                  QEMUIOVector *qiov,
+                                                  size_t qiov_offset)
+{
+    if (sc_stage_empty(stage)) {
+        return;
+    }
+    sc_staged_fill(stage, qiov->iov, qiov->niov, qiov_offset);
+    if (sc_staged_publish(c->core, stage)) {
+        stripe_cache_wake(bs);
+    }
 }
 
 int coroutine_fn GRAPH_RDLOCK
@@ -484,6 +507,7 @@ stripe_cache_co_pwritev(BlockDriverState *bs, int64_t offset, int64_t bytes,
     BDRVStripeState *s = bs->opaque;
     StripeCache *c = s->cache;
     unsigned wflags = (flags & BDRV_REQ_FUA) ? SC_WRITE_FUA : 0;
+    SCStage stage;
     uint64_t failed = 0;
     bool blocked = false, kick = true;
     SCWriteResult r;
@@ -494,10 +518,15 @@ stripe_cache_co_pwritev(BlockDriverState *bs, int64_t offset, int64_t bytes,
         uint64_t now_failed;
         int err;
 
-        r = sc_write(c->core, offset, bytes, qiov->iov, qiov->niov,
-                     qiov_offset, wflags, stripe_cache_now());
+        r = sc_write_staged(c->core, offset, bytes, qiov->iov, qiov->niov,
+                            qiov_offset, wflags, stripe_cache_now(),
+                            &stage);
         if (r.status != SC_WRITE_BLOCKED) {
             break;
+        }
+        if (r.staged) {
+            stripe_cache_yield_for_staged(c);
+            continue;
         }
         /*
          * At max-dirty: wait until writeback makes room.  If writeback
@@ -527,6 +556,7 @@ stripe_cache_co_pwritev(BlockDriverState *bs, int64_t offset, int64_t bytes,
         }
         stripe_cache_collect_jobs(c, false, stripe_cache_now(), &batch);
         stripe_cache_unlock(c);
+        stripe_cache_copy_staged(bs, c, &stage, qiov, qiov_offset);
         stripe_cache_start_jobs(bs, &batch);
         if (r.delay_ns > 0) {
             /* Pace the writer smoothly instead of stopping it at max. */

@@ -112,6 +112,8 @@
  * the next retry deadline, within these bounds.
  */
 #define STRIPE_CACHE_MIN_WAIT_NS        (1 * SCALE_MS)
+/* a retry after a staged write refused a request: it copies 4 KiB or so */
+#define STRIPE_CACHE_STAGED_WAIT_NS     (10 * SCALE_US)
 #define STRIPE_CACHE_IDLE_WAIT_NS       (1 * NANOSECONDS_PER_SECOND)
 /* Writeback attempts at close before dirty data is reported lost. */
 #define STRIPE_CACHE_CLOSE_TRIES        3
@@ -139,8 +141,10 @@
  *      cache.  Innermost: nothing else is taken while it is held, it is
  *      never held across a yield or a call into the block layer
  *      (qemu_co_queue_wait() drops it while it waits), and it covers the
- *      index and state transitions only: reads copy their hits with it
- *      dropped (docs/cache-design.md, "Threads").
+ *      index and state transitions only: reads copy their hits, and
+ *      rewrites of dirty data their data (staged writes, see
+ *      cache/sc-staged.h), with it dropped (docs/cache-design.md,
+ *      "Threads").
  *
  * StripeCache: every field under @lock, except @core's and @bs's
  * pointers and @lock and @progress themselves (set at creation), @unpin (a
@@ -195,12 +199,17 @@ typedef struct StripeCache {
     uint64_t done_nodes;        /* atomic: a bit per node with ended jobs */
     bool settle_scheduled;      /* atomic: a settling bottom half pending */
     StripeCacheLock lock;       /* around every core call, never a yield */
-    /* woken when any job or write-around completes */
+    /*
+     * woken when any job or write-around completes, or a staged write
+     * that somebody was refused for is published
+     */
     CoQueue progress;
     QEMUTimer *timer;           /* age-based writeback, retries */
     int64_t timer_deadline;     /* when it fires, INT64_MAX: not armed */
     /* jobs and write-arounds in flight: each wakes @progress when done */
     unsigned in_flight;
+    /* times a published staged write woke @progress (stripe_cache_wake) */
+    unsigned wakeups;
     bool quiesced;              /* drained: start no background IO */
     bool inactive;              /* migrated away: no IO at all */
     /* what the core cannot see */
@@ -476,8 +485,11 @@ void stripe_cache_timer_stop(StripeCache *c);
 bool coroutine_fn stripe_cache_wait_progress(BlockDriverState *bs,
                                              StripeCache *c, bool kick)
     TSA_REQUIRES(c->lock);
+void coroutine_fn stripe_cache_yield_for_staged(StripeCache *c)
+    TSA_REQUIRES(c->lock);
 void stripe_cache_completed(StripeCache *c, StripeJobBatch *b)
     TSA_REQUIRES(c->lock);
+void coroutine_fn stripe_cache_wake(BlockDriverState *bs);
 int coroutine_fn stripe_cache_wait_ticket(BlockDriverState *bs,
                                           StripeCache *c, SCFlush *ticket)
     TSA_REQUIRES(c->lock);

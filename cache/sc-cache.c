@@ -49,7 +49,7 @@ SCCache *sc_cache_new(const SCOptions *opts, const SCGeometry *geo,
         return NULL;
     }
 
-    c = g_new0(SCCache, 1);
+    c = g_aligned_alloc0(1, sizeof(SCCache), G_ALIGNOF(SCCache));
     c->geo = *geo;
     c->page_size = MAX((uint64_t)geo->align,
                        MIN((uint64_t)SC_PAGE_PREFERRED, geo->stripe_unit));
@@ -133,7 +133,7 @@ void sc_cache_free(SCCache *c)
     g_hash_table_destroy(c->wbj.jobs);
     g_hash_table_destroy(c->fetch.jobs);
     g_free(c->nodes);
-    g_free(c);
+    g_aligned_free(c);
 }
 
 /* Evict clean data until the (possibly smaller) budget is met. */

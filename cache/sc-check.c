@@ -189,6 +189,9 @@ static bool check_pages(SCCache *c, CheckState *st, char **why)
         uint32_t k;
 
         for (k = 0; k < j->npages; k++) {
+            CHECK(!g_atomic_int_get(&j->pages[k]->writers), "page %" PRIu64
+                  " sent while a staged write copies into it",
+                  j->pages[k]->index);
             count_add(st->page_refs, j->pages[k], 1);
         }
     }
@@ -224,6 +227,15 @@ static bool check_pages(SCCache *c, CheckState *st, char **why)
         CHECK(p->refs == *(uint64_t *)value, "page %" PRIu64 " has %u "
               "refs, %" PRIu64 " expected", p->index, p->refs,
               *(uint64_t *)value);
+        if (g_atomic_int_get(&p->writers)) {
+            SCExtent *e = sc_ext_lookup(c, p->index << c->page_shift);
+
+            CHECK(p->in_store && e && e->state == SC_EXT_DIRTY && !e->wb &&
+                  e->start <= p->index << c->page_shift &&
+                  (p->index + 1) << c->page_shift <= e->end,
+                  "staged page %" PRIu64 " not inside idle dirty data",
+                  p->index);
+        }
     }
     CHECK(live_pages == c->store.count, "page count wrong");
     CHECK(c->store.mem_bytes == live_pages * c->page_size,

@@ -18,15 +18,7 @@
 static void hits_push(SCHits *h, const SCHitCopy *e)
 {
     if (h->n == h->cap) {
-        uint32_t cap = h->cap * 2;
-
-        if (h->v == h->inline_v) {
-            h->v = g_new(SCHitCopy, cap);
-            memcpy(h->v, h->inline_v, sizeof(h->inline_v));
-        } else {
-            h->v = g_renew(SCHitCopy, h->v, cap);
-        }
-        h->cap = cap;
+        h->v = sc_array_grow(h->v, h->inline_v, &h->cap, sizeof(*h->v));
     }
     h->v[h->n++] = *e;
 }

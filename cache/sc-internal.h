@@ -105,6 +105,7 @@ typedef struct SCFetchJob SCFetchJob;
 #include "sc-fetch.h"
 #include "sc-flush.h"
 #include "sc-around.h"
+#include "sc-staged.h"
 
 /* Per node; each field owned by the module named. */
 typedef struct SCNode {
@@ -138,6 +139,7 @@ struct SCCache {
     SCFlushState fl;            /* sc-flush.h */
     GQueue arounds;             /* sc-around.h */
     GQueue hit_sets;            /* sc-hits: pinned hits not released */
+    SCStaged staged;            /* sc-staged.h */
     SCReadahead ra;             /* sc-readahead.h */
     SCNode *nodes;
     uint64_t next_job_id;
@@ -216,6 +218,26 @@ static inline SCExtent *sc_ext_of_map(SCTreeNode *n)
 static inline uint64_t sc_range_end(uint64_t off, uint64_t len)
 {
     return len > UINT64_MAX - off ? UINT64_MAX : off + len;
+}
+
+/*
+ * Double the capacity of an array that starts in storage inside its owner
+ * (@inline_v, *@cap elements of @elem bytes) and moves to the heap when
+ * it outgrows it; returns where it is now.
+ */
+static inline void *sc_array_grow(void *v, void *inline_v, uint32_t *cap,
+                                  size_t elem)
+{
+    void *grown;
+
+    if (v == inline_v) {
+        grown = g_malloc_n(*cap * 2, elem);
+        memcpy(grown, inline_v, *cap * elem);
+    } else {
+        grown = g_realloc_n(v, *cap * 2, elem);
+    }
+    *cap *= 2;
+    return grown;
 }
 
 /* sc-options.c */

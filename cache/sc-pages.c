@@ -150,6 +150,7 @@ SCPage *sc_page_alloc(SCCache *c, uint64_t index)
     p->index = index;
     p->refs = 1;
     p->used = 0;
+    p->writers = 0;
     p->in_store = false;
     c->store.mem_bytes += c->page_size;
     c->store.count++;
@@ -206,6 +207,8 @@ void sc_store_insert(SCCache *c, SCPage *p)
 
 static void store_remove(SCCache *c, SCPage *p)
 {
+    /* a staged page is never dropped (sc-staged.h) */
+    g_assert(!g_atomic_int_get(&p->writers));
     g_hash_table_remove(c->store.table, &p->index);
     p->in_store = false;
     sc_page_unref(c, p);
@@ -224,6 +227,8 @@ SCPage *sc_store_writable(SCCache *c, uint64_t index)
     if (p->refs == 1) {
         return p;
     }
+    /* a staged page is never written by others (sc-staged.h) */
+    g_assert(!g_atomic_int_get(&p->writers));
     /* A writeback job sends this page: leave it alone, copy it. */
     copy = sc_page_alloc(c, index);
     memcpy(copy->data, p->data, c->page_size);
@@ -293,10 +298,12 @@ uint32_t sc_pages_spanned(const SCCache *c, uint64_t start, uint64_t end)
     return sc_page_index(c, end - 1) - sc_page_index(c, start) + 1;
 }
 
-uint64_t sc_store_pages_to_alloc(SCCache *c, uint64_t start, uint64_t end)
+uint64_t sc_store_pages_to_alloc(SCCache *c, uint64_t start, uint64_t end,
+                                 bool *staged)
 {
     uint64_t idx, n = 0;
 
+    *staged = false;
     if (end <= start) {
         return 0;
     }
@@ -307,6 +314,7 @@ uint64_t sc_store_pages_to_alloc(SCCache *c, uint64_t start, uint64_t end)
         if (!p || p->refs > 1) {
             n++;
         }
+        *staged |= p && g_atomic_int_get(&p->writers);
     }
     return n;
 }

@@ -25,6 +25,7 @@ typedef struct SCPage {
     uint64_t index;             /* offset / page_size; the hash key */
     uint32_t refs;              /* the store's plus one per job */
     uint32_t used;              /* bytes covered by CLEAN/DIRTY extents */
+    int writers;                /* atomic: staged writes (sc-staged.h) */
     bool in_store;
     uint8_t *data;              /* a slot of c->arenas (see sc-arena.h) */
 } SCPage;
@@ -57,8 +58,12 @@ SCPage *sc_store_writable(SCCache *c, uint64_t index);
 void sc_store_add_used(SCCache *c, uint64_t start, uint64_t end);
 void sc_store_sub_used(SCCache *c, uint64_t start, uint64_t end);
 void sc_store_clear(SCCache *c);
-/* Pages [start, end) would need: absent or pinned by a job. */
-uint64_t sc_store_pages_to_alloc(SCCache *c, uint64_t start, uint64_t end);
+/*
+ * Pages [start, end) would need: absent or pinned by a job; and whether a
+ * staged write copies into one of them (@staged).
+ */
+uint64_t sc_store_pages_to_alloc(SCCache *c, uint64_t start, uint64_t end,
+                                 bool *staged);
 void sc_iov_iter_copy(SCIovIter *it, uint8_t *buf, uint64_t len,
                       bool to_iov);
 void sc_pages_copy_in(SCCache *c, uint64_t start, uint64_t end,

@@ -19,7 +19,8 @@
  * writeback bandwidth; a write that does not fit in memory or max-dirty
  * right now is SC_WRITE_BLOCKED (and the writeback planner is put under
  * pressure); one that can never fit is SC_WRITE_BYPASS, a write-around.
- * A write over a write-around in flight is blocked until it lands.
+ * A write over a write-around in flight is blocked until it lands, and
+ * one over a staged write's pages until it is published (sc-staged.h).
  */
 #include "sc-internal.h"
 
@@ -213,13 +214,16 @@ bool sc_range_busy(SCCache *c, uint64_t offset, uint64_t len)
            sc_wb_boundary_after(c, offset) < sc_range_end(offset, len);
 }
 
-SCWriteResult sc_write(SCCache *c, uint64_t offset, uint64_t len,
-                       const struct iovec *iov, int iovcnt,
-                       size_t iov_offset, unsigned flags, int64_t now_ns)
+/* sc_write(), staging the write in @stage if it can (sc-staged.h) */
+static SCWriteResult write_absorb(SCCache *c, uint64_t offset, uint64_t len,
+                                  const struct iovec *iov, int iovcnt,
+                                  size_t iov_offset, unsigned flags,
+                                  int64_t now_ns, SCStage *stage)
 {
     SCWriteResult res = { .status = SC_WRITE_DONE };
     uint64_t end = sc_range_end(offset, len);
-    uint64_t pages, new_dirty, segs;
+    uint64_t pages, new_dirty, segs, need;
+    bool staged;
     bool fua = flags & SC_WRITE_FUA;
     bool through = fua || c->opts.max_dirty == 0 ||
                    (c->opts.writethrough_until_flush &&
@@ -237,9 +241,19 @@ SCWriteResult sc_write(SCCache *c, uint64_t offset, uint64_t len,
         (!through && len > c->opts.max_dirty)) {
         goto bypass;
     }
+    /*
+     * A rewrite of dirty data needs no room and no new extent, and no
+     * write-around overlaps dirty data: only the pacing is left.
+     */
+    if (!through && stage && sc_staged_begin(c, offset, end, stage)) {
+        goto absorbed;
+    }
     new_dirty = len - dirty_idle_bytes(c, offset, end);
-    if (sc_around_overlaps(c, offset, end)) {
-        /* Its writeback could land before the write-around: wait. */
+    need = sc_store_pages_to_alloc(c, offset, end, &staged);
+    /* a staged write copies into these pages: wait a moment */
+    res.staged = staged && sc_staged_busy(c, offset, end, false);
+    if (res.staged || sc_around_overlaps(c, offset, end)) {
+        /* or its writeback could land before the write-around: wait */
         c->stats.write_blocked_count++;
         res.status = SC_WRITE_BLOCKED;
         return res;
@@ -252,8 +266,7 @@ SCWriteResult sc_write(SCCache *c, uint64_t offset, uint64_t len,
      * Keep whole pages: evicting a neighbour could free a page we count
      * as present.
      */
-    if (!sc_make_room(c, sc_store_pages_to_alloc(c, offset, end) *
-                      c->page_size, segs + 4,
+    if (!sc_make_room(c, need * c->page_size, segs + 4,
                       sc_round_down(offset, c->page_size),
                       sc_round_up(end, c->page_size), true)) {
         if (sc_dirty_total(c) || c->wbj.inflight_bytes) {
@@ -262,17 +275,19 @@ SCWriteResult sc_write(SCCache *c, uint64_t offset, uint64_t len,
         goto bypass;
     }
 
-    c->wb.pressure = false;
     sc_iov_iter_init(&it, iov, iovcnt, iov_offset);
     write_apply(c, offset, end, &it, now_ns);
     if (through) {
+        c->wb.pressure = false;
         c->stats.write_through_requests++;
         res.status = SC_WRITE_THROUGH;
         res.wait = sc_ticket_new_range(c, offset, end, fua);
-    } else {
-        res.delay_ns = pacing_delay(c, sc_dirty_total(c), len);
-        c->stats.write_throttle_ns += res.delay_ns;
+        return res;
     }
+absorbed:
+    c->wb.pressure = false;
+    res.delay_ns = pacing_delay(c, sc_dirty_total(c), len);
+    c->stats.write_throttle_ns += res.delay_ns;
     return res;
 
 blocked:
@@ -282,18 +297,48 @@ blocked:
     return res;
 
 bypass:
+    res.around = sc_around_begin(c, offset, len);
+    if (!res.around) {
+        c->stats.write_blocked_count++;
+        res.status = SC_WRITE_BLOCKED;
+        res.staged = true;
+        return res;
+    }
     c->stats.write_bypass_requests++;
     res.status = SC_WRITE_BYPASS;
-    res.around = sc_around_begin(c, offset, len);
     return res;
+}
+
+SCWriteResult sc_write(SCCache *c, uint64_t offset, uint64_t len,
+                       const struct iovec *iov, int iovcnt,
+                       size_t iov_offset, unsigned flags, int64_t now_ns)
+{
+    return write_absorb(c, offset, len, iov, iovcnt, iov_offset, flags,
+                        now_ns, NULL);
+}
+
+SCWriteResult sc_write_staged(SCCache *c, uint64_t offset, uint64_t len,
+                              const struct iovec *iov, int iovcnt,
+                              size_t iov_offset, unsigned flags,
+                              int64_t now_ns, SCStage *stage)
+{
+    sc_stage_init(stage);
+    return write_absorb(c, offset, len, iov, iovcnt, iov_offset, flags,
+                        now_ns, stage);
 }
 
 /* The life of a write-around (see sc-around.c for what it means). */
 SCAround *sc_around_begin(SCCache *c, uint64_t offset, uint64_t len)
 {
     uint64_t end = sc_range_end(offset, len);
-    SCAround *a = g_new0(SCAround, 1);
+    SCAround *a;
     SCExtent *e;
+
+    /* Dropping a staged page would lose the copy made into it. */
+    if (sc_staged_busy(c, offset, end, false)) {
+        return NULL;
+    }
+    a = g_new0(SCAround, 1);
 
     a->link.data = a;
     a->start = offset;

@@ -15,7 +15,9 @@
  * The job is the seed plus the eligible dirty extents contiguous with it in
  * its segment, so adjacent dirty data goes out as one request that never
  * crosses a stripe unit.  Nodes at their job limit are skipped, so
- * one slow node holds up only its own data.
+ * one slow node holds up only its own data.  A seed whose pages a staged
+ * write copies into is not sent: the planner stops until it is published
+ * (sc-staged.h).
  *
  * Age is measured from the time data first became dirty (not from its last
  * write, as librbd does): rewriting a block over and over cannot keep it
@@ -138,11 +140,35 @@ static void bw_sample(SCCache *c, uint64_t bytes)
     c->wb.bw_busy_ns = 0;
 }
 
+/*
+ * Look the pages of [start, end) up into @pages.  False if a staged write
+ * copies into one of them: the job would send half-copied bytes.
+ */
+static bool job_pages(SCCache *c, uint64_t start, uint64_t end,
+                      SCPage **pages)
+{
+    uint64_t first = sc_page_index(c, start);
+    uint32_t k, n = sc_pages_spanned(c, start, end);
+
+    for (k = 0; k < n; k++) {
+        SCPage *p = sc_store_lookup(c, first + k);
+
+        g_assert(p);
+        if (g_atomic_int_get(&p->writers) &&
+            sc_staged_busy(c, start, end, true)) {
+            return false;
+        }
+        pages[k] = p;
+    }
+    return true;
+}
+
 static SCWbJob *build_job(SCCache *c, SCExtent *seed)
 {
     uint64_t seg = sc_seg_start(c, seed->start);
     SCExtent *first = seed, *last = seed, *x;
-    SCWbJob *job = g_new0(SCWbJob, 1);
+    SCPage **pages;
+    SCWbJob *job;
     uint32_t k;
 
     while ((x = sc_ext_prev(first)) && x->end == first->start &&
@@ -153,7 +179,16 @@ static SCWbJob *build_job(SCCache *c, SCExtent *seed)
            sc_ext_eligible(x) && sc_seg_start(c, x->start) == seg) {
         last = x;
     }
+    pages = g_new(SCPage *, sc_pages_spanned(c, first->start, last->end));
+    if (!job_pages(c, first->start, last->end, pages)) {
+        first = last = seed;
+        if (!job_pages(c, seed->start, seed->end, pages)) {
+            g_free(pages);
+            return NULL;
+        }
+    }
 
+    job = g_new0(SCWbJob, 1);
     job->id = c->next_job_id++;
     job->start = first->start;
     job->end = last->end;
@@ -173,14 +208,10 @@ static SCWbJob *build_job(SCCache *c, SCExtent *seed)
 
     job->first_page = sc_page_index(c, job->start);
     job->npages = sc_pages_spanned(c, job->start, job->end);
-    job->pages = g_new(SCPage *, job->npages);
+    job->pages = pages;
     job->iov = g_new(struct iovec, job->npages);
     for (k = 0; k < job->npages; k++) {
-        SCPage *p = sc_store_lookup(c, job->first_page + k);
-
-        g_assert(p);
-        p->refs++;              /* pinned: writers copy it from now on */
-        job->pages[k] = p;
+        pages[k]->refs++;       /* pinned: writers copy it from now on */
     }
     sc_job_iov_build(c, job->start, job->end, job->pages, job->iov);
     job->fua = sc_tickets_want_fua(c, job->start, job->end,
@@ -203,10 +234,16 @@ bool sc_writeback_next(SCCache *c, int64_t now_ns, SCJob *out)
         e = oldest_eligible(c, true, under_pressure(c), now_ns);
     }
     if (!e) {
+        sc_staged_planned(c, false);
         return false;
     }
     bw_account(c, now_ns);
     job = build_job(c, e);
+    /* if refused, the staged write's publisher has us called again */
+    sc_staged_planned(c, !job);
+    if (!job) {
+        return false;
+    }
     c->stats.writeback_requests++;
     c->stats.writeback_bytes += job->end - job->start;
 

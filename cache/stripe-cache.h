@@ -297,6 +297,11 @@ typedef struct SCWriteResult {
     int64_t delay_ns;   /* SC_WRITE_DONE: pacing delay, 0 below target */
     SCFlush *wait;      /* SC_WRITE_THROUGH: ticket to wait on */
     SCAround *around;   /* SC_WRITE_BYPASS: the write-around begun */
+    /*
+     * SC_WRITE_BLOCKED by a staged write (see sc_write_staged()), which
+     * another thread is copying: retry in a moment, do not wait for a job.
+     */
+    bool staged;
 } SCWriteResult;
 
 /* Flags for sc_write() */
@@ -315,9 +320,64 @@ SCWriteResult sc_write(SCCache *c, uint64_t offset, uint64_t len,
                        size_t iov_offset, unsigned flags, int64_t now_ns);
 
 /*
+ * A staged write: the pages a write copies into outside the caller's lock
+ * (see sc_write_staged()).  The caller owns the storage (usually on its
+ * stack); the fields are the core's.
+ */
+#define SC_STAGE_INLINE 4
+
+typedef struct SCStageCopy {
+    uint8_t *dst;
+    uint64_t len;
+    void *page;
+} SCStageCopy;
+
+typedef struct SCStage {
+    uint32_t n;
+    uint32_t cap;
+    SCStageCopy *v;             /* inline_v or allocated */
+    SCStageCopy inline_v[SC_STAGE_INLINE];
+} SCStage;
+
+/*
+ * sc_write() that may leave the copy to the caller, outside its lock.  A
+ * write that only rewrites whole pages of dirty data that no job sends is
+ * staged: its pages are described in @stage (initialised by this call)
+ * and the result is SC_WRITE_DONE, but no byte is copied yet.  The caller
+ * then, without its lock, copies with sc_staged_fill() and publishes with
+ * sc_staged_publish(); if that returns true (a writeback job, a write or
+ * a write-around was refused for these pages meanwhile), it collects the
+ * jobs now due and wakes its waiters under the lock.  Until published the
+ * pages are not written back and other writes to them are
+ * SC_WRITE_BLOCKED: a staged write must be published promptly, without
+ * waiting for anything in between.  An empty @stage (sc_stage_empty())
+ * means the write was handled as by sc_write().
+ */
+SCWriteResult sc_write_staged(SCCache *c, uint64_t offset, uint64_t len,
+                              const struct iovec *iov, int iovcnt,
+                              size_t iov_offset, unsigned flags,
+                              int64_t now_ns, SCStage *stage);
+void sc_stage_init(SCStage *stage);
+void sc_staged_fill(const SCStage *stage, const struct iovec *iov,
+                    int iovcnt, size_t iov_offset);
+/*
+ * No lock needed; @stage is empty afterwards.  Returns whether somebody
+ * was refused for these pages and waits.
+ */
+bool sc_staged_publish(SCCache *c, SCStage *stage);
+
+static inline bool sc_stage_empty(const SCStage *stage)
+{
+    return stage->n == 0;
+}
+
+/*
  * Write-around: discard, write-zeroes and writes that bypass the cache.
  *
  * The caller's protocol:
+ *   0. If a staged write copies into the range, sc_around_begin() returns
+ *      NULL: call it again in a moment (only callers of sc_write_staged()
+ *      see this).
  *   1. sc_around_begin() drops the cached range in every state (the guest
  *      replaces it) without copying data and cancels pending fetches.
  *   2. Wait until sc_around_ready(): no older writeback job overlapping
@@ -443,6 +503,7 @@ typedef struct SCStats {
     uint64_t write_bypass_requests;
     uint64_t read_bypass_requests;    /* read around: cache-bypass-bytes */
     uint64_t write_blocked_count;     /* SC_WRITE_BLOCKED answers */
+    uint64_t write_staged_requests;   /* copied outside the lock */
     uint64_t write_throttle_ns;       /* sum of pacing delays handed out */
     uint64_t writeback_requests;
     uint64_t writeback_bytes;
