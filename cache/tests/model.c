@@ -91,6 +91,7 @@ typedef struct Model {
     uint32_t *exp_ver;
     uint32_t *disk_ver;
     uint32_t ver;
+    uint64_t last_write;        /* offset of the last write: rewrites */
     GPtrArray *jobs;
     GPtrArray *reads;
     GPtrArray *tickets;
@@ -1133,16 +1134,28 @@ static bool do_write(Model *m, const ModelOp *op, bool fua)
         return true;
     }
     ver = ++m->ver;
-    /* half the staged writes whole pages, which are what can be staged */
-    if (!(ver & 1) && (op->c & 8)) {
+    /*
+     * The writes that may be staged are whole pages, which are what can
+     * be staged, and half of them rewrite where the last write went,
+     * which is likely still dirty.  (An unaligned one takes the path of
+     * sc_write(), which the others take.)
+     */
+    if (!(ver & 1)) {
         uint64_t page = m->c->page_size;
-        uint64_t end = sc_round_up(off + len, page);
+        uint64_t end;
 
+        if (op->c & 16) {
+            /* inside one stripe unit: one extent */
+            off = MIN(m->last_write, m->disk_size - 1);
+            len = MIN(len, MIN(m->disk_size, sc_seg_end(m->c, off)) - off);
+        }
+        end = sc_round_up(off + len, page);
         off = sc_round_down(off, page);
         if (end <= m->disk_size) {
             len = end - off;
         }
     }
+    m->last_write = off;
     data = m->data_scratch;
     for (b = 0; b < len; b++) {
         data[b] = pattern(off + b, ver);
