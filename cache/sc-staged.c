@@ -25,10 +25,20 @@ static void stage_push(SCStage *st, SCPage *p, uint8_t *data, uint64_t len)
     st->v[st->n++] = (SCStageCopy) { .dst = data, .len = len, .page = p };
 }
 
-static bool stageable(SCCache *c, uint64_t start, uint64_t end)
+static void stage_reset(SCStage *st)
+{
+    if (st->v != st->inline_v) {
+        g_free(st->v);
+    }
+    sc_stage_init(st);
+}
+
+bool sc_staged_begin(SCCache *c, uint64_t start, uint64_t end,
+                     SCStage *stage)
 {
     SCExtent *e;
     uint64_t idx;
+    uint32_t i;
 
     /* Whole pages only: every byte of a staged page is this write's. */
     if (c->staged.hold || ((start | end) & (c->page_size - 1))) {
@@ -44,25 +54,13 @@ static bool stageable(SCCache *c, uint64_t start, uint64_t end)
 
         /* Pinned by a job or a read: copy on write.  Staged: wait. */
         if (p->refs != 1 || page_busy(p)) {
+            stage_reset(stage);
             return false;
         }
-    }
-    return true;
-}
-
-bool sc_staged_begin(SCCache *c, uint64_t start, uint64_t end,
-                     SCStage *stage)
-{
-    uint64_t idx;
-
-    if (!stageable(c, start, end)) {
-        return false;
-    }
-    for (idx = sc_page_index(c, start); idx < sc_page_index(c, end); idx++) {
-        SCPage *p = sc_store_lookup(c, idx);
-
-        g_atomic_int_inc(&p->writers);
         stage_push(stage, p, p->data, c->page_size);
+    }
+    for (i = 0; i < stage->n; i++) {
+        g_atomic_int_inc(&((SCPage *)stage->v[i].page)->writers);
     }
     c->stats.write_staged_requests++;
     return true;
@@ -136,10 +134,7 @@ bool sc_staged_publish(SCCache *c, SCStage *stage)
     for (i = 0; i < stage->n; i++) {
         g_atomic_int_add(&((SCPage *)stage->v[i].page)->writers, -1);
     }
-    if (stage->v != stage->inline_v) {
-        g_free(stage->v);
-    }
-    sc_stage_init(stage);
+    stage_reset(stage);
     return g_atomic_int_get(&c->staged.waiting) &&
            g_atomic_int_compare_and_exchange(&c->staged.waiting, 1, 0);
 }

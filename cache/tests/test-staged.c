@@ -169,6 +169,7 @@ static void test_not_staged(void)
 {
     Fix *f = fix_new();
     SCWriteResult r;
+    SCHits hits;
     SCFlush *t;
     SCJob job;
 
@@ -201,6 +202,14 @@ static void test_not_staged(void)
     /* clean data */
     stage(f, 0, 4 * KiB, 6, 0);
     sc_assert(sc_stage_empty(&f->stage));
+    /* a page a read pins, after one that could be staged: neither is */
+    write_now(f, 64 * KiB, 8 * KiB, 7);
+    g_array_unref(sc_read_pinned(f->c, 68 * KiB, 4 * KiB, 0, 0, &hits));
+    stage(f, 64 * KiB, 8 * KiB, 8, 0);
+    sc_assert(sc_stage_empty(&f->stage));
+    sc_assert(!sc_store_lookup(f->c, 64 * KiB / 4096)->writers);
+    sc_hits_release(f->c, &hits);
+    assert_cached(f, 64 * KiB, 8 * KiB, 8);
     fix_free(f);
 }
 
