@@ -1,6 +1,11 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """A minimal synchronous QMP client with timeouts everywhere, so that a
-test talking to a stuck QEMU fails instead of hanging."""
+test talking to a stuck QEMU fails instead of hanging.
+
+Every command carries an id, which QEMU copies into its answer: an answer
+is matched by it, never by its place in the stream, so a message that
+answers no command of ours (a late answer to a command whose wait timed
+out, a greeting) cannot shift every later answer onto the wrong command."""
 
 import json
 import select
@@ -28,6 +33,9 @@ class QMP:
         self.timeout = timeout
         self.buf = b''
         self.events = []
+        self.answers = {}           # id -> answer read while waiting for another
+        self.stray = []             # messages that answer nothing we wait for
+        self.last_id = 0
         if self._read(timeout) is None:
             raise QMPError('no QMP greeting in %d s' % timeout)
         self.cmd('qmp_capabilities')
@@ -54,7 +62,8 @@ class QMP:
     def send(self, command, **args):
         """Send a command without waiting for its answer (quit: QEMU may
         close its disks, which can take long, before it answers)."""
-        msg = {'execute': command}
+        self.last_id += 1
+        msg = {'execute': command, 'id': self.last_id}
         if args:
             msg['arguments'] = args
         try:
@@ -62,14 +71,25 @@ class QMP:
         except OSError as e:
             raise QMPError('QMP write failed: %s' % e)
 
+    def _keep(self, r):
+        """Keep message @r, which is not the one being waited for."""
+        if 'event' in r:
+            self.events.append(r)
+        elif 'id' in r:
+            self.answers[r['id']] = r
+        else:
+            self.stray = self.stray[-9:] + [r]
+
     def answer(self, timeout):
         """The answer to the command sent last, read within @timeout
-        seconds (events meanwhile are kept); None if none came."""
-        while True:
-            r = self._read(timeout)
-            if r is None or 'event' not in r:
-                return r
-            self.events.append(r)
+        seconds (other messages meanwhile are kept); None if none came."""
+        deadline = time.monotonic() + timeout
+        while self.last_id not in self.answers:
+            r = self._read(deadline - time.monotonic())
+            if r is None:
+                return None
+            self._keep(r)
+        return self.answers.pop(self.last_id)
 
     def result(self, command, r):
         """An answer's 'return' value, or QMPError."""
@@ -97,7 +117,7 @@ class QMP:
             r = self._read(deadline - time.monotonic())
             if r is None:
                 return None
-            self.events.append(r)
+            self._keep(r)
 
     def close(self):
         try:
