@@ -63,7 +63,6 @@ QEMU_BUILD_BUG_ON(STRIPE_MAX_NODES > 64);
                  first_);                                               \
     } while (0)
 
-static void stripe_cache_unpin(StripeCache *c) TSA_REQUIRES(c->lock);
 static void stripe_cache_ended(StripeCache *c, unsigned n, int64_t now,
                                StripeJobBatch *b) TSA_REQUIRES(c->lock);
 
@@ -165,7 +164,6 @@ static void coroutine_fn stripe_job_ended(StripeCache *c, StripeJob *j)
     }
 
     if (qemu_mutex_trylock(&c->lock.mutex) == 0) {
-        stripe_cache_unpin(c);
         stripe_cache_unlock(c);
     } else if (!qatomic_xchg(&c->settle_scheduled, true)) {
         bdrv_inc_in_flight(bs);
@@ -259,36 +257,6 @@ static void stripe_cache_timer_arm(StripeCache *c, int64_t now)
     }
 }
 
-/* Give back the pins of reads that copied their hits (under c->lock). */
-static void stripe_cache_unpin(StripeCache *c) TSA_REQUIRES(c->lock)
-{
-    QSLIST_HEAD(, StripeUnpin) list;
-    StripeUnpin *u, *next;
-
-    QSLIST_MOVE_ATOMIC(&list, &c->unpin);
-    QSLIST_FOREACH_SAFE(u, &list, next, next) {
-        sc_hits_release(c->core, &u->hits);
-        g_free(u);
-    }
-}
-
-/* Give back every pin of reads that are done, now (the cache is idle). */
-void stripe_cache_release_pins(StripeCache *c)
-{
-    stripe_cache_lock(c);       /* which gives them back */
-    stripe_cache_unlock(c);
-}
-
-/* Pins to give back once copied from: the next lock holder does it. */
-void stripe_cache_unpin_later(StripeCache *c, StripeUnpin *u)
-{
-    if (sc_hits_empty(&u->hits)) {
-        g_free(u);
-        return;
-    }
-    STRIPE_QSLIST_PUSH(&c->unpin, u, next);
-}
-
 void stripe_cache_lock(StripeCache *c) TSA_NO_TSA
 {
     int i;
@@ -301,9 +269,6 @@ void stripe_cache_lock(StripeCache *c) TSA_NO_TSA
     }
     if (i == STRIPE_CACHE_LOCK_SPINS) {
         qemu_mutex_lock(&c->lock.mutex);
-    }
-    if (qatomic_read(&c->unpin.slh_first)) {
-        stripe_cache_unpin(c);
     }
 }
 

@@ -113,7 +113,6 @@ static void stripe_cache_free(BlockDriverState *bs)
     StripeCache *c = s->cache;
 
     stripe_cache_timer_detach(bs);
-    stripe_cache_release_pins(c);
     sc_cache_free(c->core);
     assert(!c->done_nodes && !c->settle_scheduled);
     qemu_vfree(c->done);
@@ -268,22 +267,19 @@ static guint issued_count(GArray *pieces)
 /*
  * Copy the cached bytes that this round's reads of @todo pinned into the
  * guest's buffer, with the lock dropped (other threads' requests go on
- * meanwhile); the pins are given back by the next holder of the lock.
+ * meanwhile), and give the pins back, which needs no lock either.
  * Byte @base + X of @qiov is disk offset X.
  */
-static void stripe_cache_copy_hits(StripeCache *c, StripeUnpin **hits,
-                                   GArray *todo, QEMUIOVector *qiov,
-                                   int64_t base)
+static void stripe_cache_copy_hits(SCHits *hits, GArray *todo,
+                                   QEMUIOVector *qiov, int64_t base)
 {
     guint i;
 
     for (i = 0; i < todo->len; i++) {
         SCPiece *r = &g_array_index(todo, SCPiece, i);
 
-        sc_hits_copy(&hits[i]->hits, qiov->iov, qiov->niov,
-                     base + r->offset);
-        stripe_cache_unpin_later(c, hits[i]);
-        hits[i] = NULL;
+        sc_hits_copy(&hits[i], qiov->iov, qiov->niov, base + r->offset);
+        sc_hits_done(&hits[i]);
     }
 }
 
@@ -294,8 +290,8 @@ stripe_cache_co_preadv(BlockDriverState *bs, int64_t offset, int64_t bytes,
     BDRVStripeState *s = bs->opaque;
     StripeCache *c = s->cache;
     g_autoptr(GArray) todo = g_array_new(false, false, sizeof(SCPiece));
-    StripeUnpin *stack_hits[2], **hits;
-    g_autofree StripeUnpin **heap_hits = NULL;
+    SCHits stack_hits[2], *hits;
+    g_autofree SCHits *heap_hits = NULL;
     unsigned flags = 0, round;
     bool kick = true;
     int ret = 0;
@@ -321,10 +317,7 @@ stripe_cache_co_preadv(BlockDriverState *bs, int64_t offset, int64_t bytes,
             flags |= SC_READ_DIRECT;
         }
         hits = todo->len <= G_N_ELEMENTS(stack_hits) ? stack_hits :
-               (heap_hits = g_renew(StripeUnpin *, heap_hits, todo->len));
-        for (i = 0; i < todo->len; i++) {
-            hits[i] = g_new(StripeUnpin, 1);
-        }
+               (heap_hits = g_renew(SCHits, heap_hits, todo->len));
         stripe_cache_lock(c);
         now = stripe_cache_now();
         for (i = 0; i < todo->len; i++) {
@@ -332,7 +325,7 @@ stripe_cache_co_preadv(BlockDriverState *bs, int64_t offset, int64_t bytes,
             g_autoptr(GArray) pieces = NULL;
 
             pieces = sc_read_pinned(c->core, r->offset, r->len, flags, now,
-                                    &hits[i]->hits);
+                                    &hits[i]);
             for (j = 0; j < pieces->len; j++) {
                 SCPiece *p = &g_array_index(pieces, SCPiece, j);
 
@@ -361,7 +354,7 @@ stripe_cache_co_preadv(BlockDriverState *bs, int64_t offset, int64_t bytes,
         }
         stripe_cache_collect_jobs(c, false, now, &batch);
         stripe_cache_unlock(c);
-        stripe_cache_copy_hits(c, hits, todo, qiov, qiov_offset - offset);
+        stripe_cache_copy_hits(hits, todo, qiov, qiov_offset - offset);
         stripe_cache_start_jobs(bs, &batch);
 
         g_array_set_size(todo, 0);

@@ -147,26 +147,14 @@
  *      "Threads").
  *
  * StripeCache: every field under @lock, except @core's and @bs's
- * pointers and @lock and @progress themselves (set at creation), @unpin (a
- * lock-free list: pushed by readers without the lock, emptied by
- * stripe_cache_lock()), @done, @done_nodes and @settle_scheduled (ended
- * jobs: pushed without the lock, emptied by stripe_cache_unlock()), and
- * @timer, which is
+ * pointers and @lock and @progress themselves (set at creation), @done,
+ * @done_nodes and @settle_scheduled (ended jobs: pushed without the lock,
+ * emptied by stripe_cache_unlock()), and @timer, which is
  * created and freed in the main loop when no request is in flight
  * (attach/detach_aio_context, open, close); timer_mod() and timer_del()
  * are thread-safe.  Waiters on @progress are woken with
  * qemu_co_queue_restart_all(), which wakes each in its own AioContext.
  */
-/*
- * The pages a read's cache hits pinned, copied from already: the pins are
- * given back by whoever takes the cache lock next, so that a read takes
- * the lock once, not again just to unpin.
- */
-typedef struct StripeUnpin {
-    SCHits hits;
-    QSLIST_ENTRY(StripeUnpin) next;
-} StripeUnpin;
-
 /*
  * The cache lock: a QemuMutex that clang's thread-safety analysis knows as
  * a capability (QemuMutex itself is not one), so that it checks that every
@@ -193,9 +181,7 @@ typedef struct StripeNodeDone {
 typedef struct StripeCache {
     SCCache *core;
     BlockDriverState *bs;
-    /* lock-free: pushed without @lock, emptied under it */
-    QSLIST_HEAD(, StripeUnpin) unpin;
-    StripeNodeDone *done;       /* per node; lock-free like @unpin */
+    StripeNodeDone *done;       /* per node; lock-free, see @done_nodes */
     uint64_t done_nodes;        /* atomic: a bit per node with ended jobs */
     bool settle_scheduled;      /* atomic: a settling bottom half pending */
     StripeCacheLock lock;       /* around every core call, never a yield */
@@ -472,8 +458,6 @@ typedef struct StripeJobBatch {
 } StripeJobBatch;
 
 void stripe_cache_lock(StripeCache *c) TSA_ACQUIRE(c->lock);
-void stripe_cache_unpin_later(StripeCache *c, StripeUnpin *u);
-void stripe_cache_release_pins(StripeCache *c);
 void stripe_cache_unlock(StripeCache *c) TSA_RELEASE(c->lock);
 void stripe_cache_kick(BlockDriverState *bs, bool force);
 void stripe_cache_collect_jobs(StripeCache *c, bool force, int64_t now,

@@ -60,6 +60,7 @@ SCCache *sc_cache_new(const SCOptions *opts, const SCGeometry *geo,
     g_queue_init(&c->ext.lru);
     c->store.table = g_hash_table_new(g_int64_hash, g_int64_equal);
     c->store.pool = g_ptr_array_new();
+    c->store.lingering = g_ptr_array_new();
     c->store.arenas = g_ptr_array_new_with_free_func(
         (GDestroyNotify)sc_arena_free);
     c->nodes = g_new0(SCNode, geo->node_count);
@@ -72,7 +73,6 @@ SCCache *sc_cache_new(const SCOptions *opts, const SCGeometry *geo,
     c->wbj.jobs = g_hash_table_new(g_int64_hash, g_int64_equal);
     c->fetch.jobs = g_hash_table_new(g_int64_hash, g_int64_equal);
     g_queue_init(&c->arounds);
-    g_queue_init(&c->hit_sets);
     g_queue_init(&c->fl.tickets);
     g_queue_init(&c->fl.pending_global);
     g_queue_init(&c->fl.pending_range);
@@ -129,6 +129,10 @@ void sc_cache_free(SCCache *c)
     sc_tickets_free_all(c);
     sc_arounds_free_all(c);
     g_hash_table_destroy(c->store.table);
+    /* the caller's reads are done: every lingering page is free now */
+    sc_pages_reap(c);
+    g_assert(!c->store.lingering->len);
+    g_ptr_array_free(c->store.lingering, true);
     sc_page_pool_free(c);
     g_hash_table_destroy(c->wbj.jobs);
     g_hash_table_destroy(c->fetch.jobs);
@@ -223,6 +227,7 @@ int sc_cache_drop(SCCache *c)
  */
 void sc_cache_get_stats(SCCache *c, SCStats *stats)
 {
+    sc_pages_reap(c);           /* memory_bytes: what is in use */
     *stats = c->stats;
     stats->readahead_streams = sc_ra_active_streams(&c->ra);
     stats->dirty_bytes = sc_dirty_total(c);

@@ -170,7 +170,7 @@ static bool check_pages(SCCache *c, CheckState *st, char **why)
     GHashTableIter iter;
     gpointer key, value;
     uint64_t fetch_mem = 0, prefetch_mem = 0, live_pages;
-    GList *l;
+    guint i;
 
     g_hash_table_iter_init(&iter, c->store.table);
     while (g_hash_table_iter_next(&iter, &key, &value)) {
@@ -193,14 +193,6 @@ static bool check_pages(SCCache *c, CheckState *st, char **why)
                   " sent while a staged write copies into it",
                   j->pages[k]->index);
             count_add(st->page_refs, j->pages[k], 1);
-        }
-    }
-    for (l = c->hit_sets.head; l; l = l->next) {
-        SCHits *h = l->data;
-        uint32_t k;
-
-        for (k = 0; k < h->n; k++) {
-            count_add(st->page_refs, h->v[k].page, 1);
         }
     }
     g_hash_table_iter_init(&iter, c->fetch.jobs);
@@ -236,6 +228,13 @@ static bool check_pages(SCCache *c, CheckState *st, char **why)
                   "staged page %" PRIu64 " not inside idle dirty data",
                   p->index);
         }
+    }
+    for (i = 0; i < c->store.lingering->len; i++) {
+        SCPage *p = g_ptr_array_index(c->store.lingering, i);
+
+        CHECK(!p->refs && !p->in_store, "lingering page %" PRIu64
+              " still referenced", p->index);
+        live_pages++;
     }
     CHECK(live_pages == c->store.count, "page count wrong");
     CHECK(c->store.mem_bytes == live_pages * c->page_size,

@@ -49,6 +49,7 @@ bool sc_make_room(SCCache *c, uint64_t mem_need, uint64_t ext_need,
 {
     GList *l = c->ext.lru.tail;
 
+    sc_pages_reap(c);
     while (l && sc_over_budget(c, mem_need, ext_need)) {
         SCExtent *e = l->data;
 

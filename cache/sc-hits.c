@@ -2,16 +2,20 @@
 /*
  * stripe-cache: cache hits copied outside the caller's lock.
  *
- * A read that finds cached bytes pins the pages holding them (a page
- * reference, as a writeback job takes) and records where each piece goes.
- * (sc_read() copies at once instead, under the caller's lock.)
- * A pinned page does not change: a write or a fetch that must modify it
- * copies it first (sc_store_writable()), and eviction only drops the
- * store's reference.  So the caller can copy the bytes with no lock held,
- * and they are exactly the bytes cached when the read looked, which is
- * when the read takes effect.  Memory stays bounded: a page copied away
- * from under a pin counts until it is released, as an orphan page of a
- * writeback job does.
+ * A read that finds cached bytes counts itself as a reader of the pages
+ * holding them and records where each piece goes.  (sc_read() copies at
+ * once instead, under the caller's lock.)  A page with readers does not
+ * change: a write or a fetch that must modify it copies it first
+ * (sc_store_writable()), and a page dropped from the store meanwhile
+ * lingers until its readers are gone (sc_pages_reap()).  So the caller
+ * can copy the bytes with no lock held, and they are exactly the bytes
+ * cached when the read looked, which is when the read takes effect.
+ *
+ * The count is the only shared state a hit leaves behind, on the page
+ * itself, and the read gives it back with an atomic decrement and no
+ * lock: no list of hits, no allocation, no second pass under the lock.
+ * Memory stays bounded: a lingering page counts until it is recycled, as
+ * an orphan page of a writeback job does.
  */
 #include "sc-internal.h"
 
@@ -28,10 +32,9 @@ void sc_hits_init(SCHits *h)
     h->n = 0;
     h->cap = SC_HITS_INLINE;
     h->v = h->inline_v;
-    h->link = (GList) { .data = h };
 }
 
-/* Pin the cached bytes [start, end), which go @dst bytes into the read. */
+/* Hold the cached bytes [start, end), which go @dst bytes into the read. */
 void sc_hits_add(SCCache *c, SCHits *h, uint64_t start, uint64_t end,
                  uint64_t dst)
 {
@@ -44,10 +47,6 @@ void sc_hits_add(SCCache *c, SCHits *h, uint64_t start, uint64_t end,
         SCHitCopy *last = h->n ? &h->v[h->n - 1] : NULL;
 
         g_assert(p);
-        if (!h->n) {
-            /* listed while it pins something: sc_cache_check() counts */
-            g_queue_push_tail_link(&c->hit_sets, &h->link);
-        }
         if (last && last->page == p && last->dst + last->len == dst &&
             last->src + last->len == p->data + (pos - pstart)) {
             last->len += n;
@@ -57,7 +56,7 @@ void sc_hits_add(SCCache *c, SCHits *h, uint64_t start, uint64_t end,
                 .page = p,
             };
 
-            p->refs++;
+            g_atomic_int_inc(&p->readers);
             hits_push(h, &e);
         }
         pos += n;
@@ -81,15 +80,13 @@ void sc_hits_copy(const SCHits *h, const struct iovec *iov, int iovcnt,
     }
 }
 
-void sc_hits_release(SCCache *c, SCHits *h)
+void sc_hits_done(SCHits *h)
 {
     uint32_t i;
 
     for (i = 0; i < h->n; i++) {
-        sc_page_unref(c, h->v[i].page);
-    }
-    if (h->n) {
-        g_queue_unlink(&c->hit_sets, &h->link);
+        /* after the copy: a writer that sees 0 may reuse the bytes */
+        g_atomic_int_add(&((SCPage *)h->v[i].page)->readers, -1);
     }
     if (h->v != h->inline_v) {
         g_free(h->v);

@@ -138,7 +138,6 @@ struct SCCache {
     SCFetchState fetch;         /* sc-fetch.h */
     SCFlushState fl;            /* sc-flush.h */
     GQueue arounds;             /* sc-around.h */
-    GQueue hit_sets;            /* sc-hits: pinned hits not released */
     SCStaged staged;            /* sc-staged.h */
     SCReadahead ra;             /* sc-readahead.h */
     SCNode *nodes;

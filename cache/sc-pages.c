@@ -140,6 +140,9 @@ SCPage *sc_page_alloc(SCCache *c, uint64_t index)
 {
     SCPage *p;
 
+    if (c->store.lingering->len) {
+        sc_pages_reap(c);
+    }
     if (c->store.pool->len) {
         p = g_ptr_array_steal_index_fast(c->store.pool, c->store.pool->len - 1);
     } else {
@@ -151,10 +154,22 @@ SCPage *sc_page_alloc(SCCache *c, uint64_t index)
     p->refs = 1;
     p->used = 0;
     p->writers = 0;
+    p->readers = 0;
     p->in_store = false;
     c->store.mem_bytes += c->page_size;
     c->store.count++;
     return p;
+}
+
+static void page_recycle(SCCache *c, SCPage *p)
+{
+    c->store.mem_bytes -= c->page_size;
+    c->store.count--;
+    if (c->store.pool->len < page_pool_cap(c)) {
+        g_ptr_array_add(c->store.pool, p);
+    } else {
+        page_free(c, p);
+    }
 }
 
 void sc_page_unref(SCCache *c, SCPage *p)
@@ -162,13 +177,29 @@ void sc_page_unref(SCCache *c, SCPage *p)
     g_assert(p->refs > 0);
     if (--p->refs == 0) {
         g_assert(!p->in_store);
-        c->store.mem_bytes -= c->page_size;
-        c->store.count--;
-        if (c->store.pool->len < page_pool_cap(c)) {
-            g_ptr_array_add(c->store.pool, p);
-        } else {
-            page_free(c, p);
+        if (g_atomic_int_get(&p->readers)) {
+            /* a read copies from it with the lock dropped: not yet */
+            g_ptr_array_add(c->store.lingering, p);
+            return;
         }
+        page_recycle(c, p);
+    }
+}
+
+void sc_pages_reap(SCCache *c)
+{
+    guint i = 0;
+
+    while (i < c->store.lingering->len) {
+        SCPage *p = g_ptr_array_index(c->store.lingering, i);
+
+        /* (the read's copy happens before its decrement: seq_cst) */
+        if (g_atomic_int_get(&p->readers)) {
+            i++;
+            continue;
+        }
+        g_ptr_array_remove_index_fast(c->store.lingering, i);
+        page_recycle(c, p);
     }
 }
 
@@ -224,12 +255,12 @@ SCPage *sc_store_writable(SCCache *c, uint64_t index)
         sc_store_insert(c, p);
         return p;
     }
-    if (p->refs == 1) {
+    if (!sc_page_shared(p)) {
         return p;
     }
     /* a staged page is never written by others (sc-staged.h) */
     g_assert(!g_atomic_int_get(&p->writers));
-    /* A writeback job sends this page: leave it alone, copy it. */
+    /* A writeback job sends this page or a read copies it: copy it. */
     copy = sc_page_alloc(c, index);
     memcpy(copy->data, p->data, c->page_size);
     copy->used = p->used;
@@ -311,7 +342,7 @@ uint64_t sc_store_pages_to_alloc(SCCache *c, uint64_t start, uint64_t end,
          idx++) {
         SCPage *p = sc_store_lookup(c, idx);
 
-        if (!p || p->refs > 1) {
+        if (!p || sc_page_shared(p)) {
             n++;
         }
         *staged |= p && g_atomic_int_get(&p->writers);

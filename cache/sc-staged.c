@@ -53,7 +53,7 @@ bool sc_staged_begin(SCCache *c, uint64_t start, uint64_t end,
         SCPage *p = sc_store_lookup(c, idx);
 
         /* Pinned by a job or a read: copy on write.  Staged: wait. */
-        if (p->refs != 1 || page_busy(p)) {
+        if (sc_page_shared(p) || page_busy(p)) {
             stage_reset(stage);
             return false;
         }

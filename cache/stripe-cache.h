@@ -177,10 +177,11 @@ enum {
 
 /*
  * Cached bytes a read found, to be copied out without the caller's lock:
- * sc_read_pinned() pins the pages that hold them (a pinned page never
- * changes: writes and fetches copy it first), sc_hits_copy() copies them,
- * sc_hits_release() unpins them.  The caller owns the storage (usually on
- * its stack); the fields are the core's.
+ * sc_read_pinned() pins the pages that hold them (a reader count on each:
+ * a page with readers never changes, writes and fetches copy it first,
+ * and it is not reused before they are gone), sc_hits_copy() copies them,
+ * sc_hits_done() unpins them.  The caller owns the storage (usually on its
+ * stack); the fields are the core's.
  */
 #define SC_HITS_INLINE 4
 
@@ -196,16 +197,15 @@ typedef struct SCHits {
     uint32_t cap;
     SCHitCopy *v;               /* inline_v or allocated */
     SCHitCopy inline_v[SC_HITS_INLINE];
-    GList link;                 /* the cache's pinned hit sets */
 } SCHits;
 
 /*
  * Like sc_read(), but the cached bytes are not copied: they are pinned and
  * described in @hits (initialised by this call).  Copy them with
  * sc_hits_copy(), without any lock, then give them back with
- * sc_hits_release() under the lock.  That keeps the bulk of a cache hit,
- * the copy, out of the lock that the other threads of a multiqueue disk
- * wait for.
+ * sc_hits_done(), also without the lock.  That keeps the bulk of a cache
+ * hit, the copy, out of the lock that the other threads of a multiqueue
+ * disk wait for, and the read takes the lock once.
  */
 GArray *sc_read_pinned(SCCache *c, uint64_t offset, uint64_t len,
                        unsigned flags, int64_t now_ns, SCHits *hits);
@@ -215,19 +215,14 @@ void sc_hits_copy(const SCHits *hits, const struct iovec *iov, int iovcnt,
                   size_t iov_offset);
 
 /*
- * Unpin the hits' pages (under the caller's lock).  Hits that pin nothing
- * (sc_hits_empty()) need no release, and so no lock.
+ * Unpin the hits' pages once copied: lock-free, from any thread.  Every
+ * sc_read_pinned() needs it (it frees what the hits allocated).
  */
-void sc_hits_release(SCCache *c, SCHits *hits);
-
-static inline bool sc_hits_empty(const SCHits *hits)
-{
-    return hits->n == 0;
-}
+void sc_hits_done(SCHits *hits);
 
 /*
  * Read [@offset, @offset + @len) into @iov (starting @iov_offset bytes into
- * it): sc_read_pinned(), sc_hits_copy() and sc_hits_release() in one.
+ * it): sc_read_pinned(), sc_hits_copy() and sc_hits_done() in one.
  * Every byte the cache holds in any state (clean, dirty, under writeback)
  * is copied at once; the newest data always wins.  Returns the
  * pieces the request was cut into, in disk order, as a GArray of SCPiece

@@ -673,7 +673,7 @@ static bool finish_pinned(Model *m, MPinned *p)
     guint i;
 
     sc_hits_copy(&p->hits, &iov, 1, 0);
-    sc_hits_release(m->c, &p->hits);
+    sc_hits_done(&p->hits);
     for (i = 0; i < p->ranges->len && ok; i++) {
         SCPiece *r = &g_array_index(p->ranges, SCPiece, i);
         uint64_t at = r->offset - p->off;
@@ -1681,7 +1681,7 @@ bool model_run(const ModelConfig *cfg, const ModelOp *ops, size_t n,
     while (m.pinned->len) {
         MPinned *p = g_ptr_array_steal_index(m.pinned, 0);
 
-        sc_hits_release(m.c, &p->hits);
+        sc_hits_done(&p->hits);
         g_free(p->want);
         g_array_unref(p->ranges);
         g_free(p);

@@ -1106,6 +1106,49 @@ static void test_drop(void)
     fix_end(&f);
 }
 
+/*
+ * A read's hits are copied with the lock dropped: a page dropped from the
+ * store meanwhile (a drop, or a write's copy on write) lingers, counted,
+ * with the bytes the read found, and is recycled once the read is done.
+ */
+static void test_read_hits_linger(void)
+{
+    Fix f;
+    uint8_t buf[8192], got[4096];
+    struct iovec iov = { got, sizeof(got) };
+    SCHits hits;
+    SCStats st;
+
+    fix_opts(&f);
+    fix_start(&f);
+    read_all(&f, 0, 8 * KiB, buf);
+    g_array_unref(sc_read_pinned(f.c, 0, 4096, 0, 0, &hits));
+    sc_assert_cmpi(sc_cache_drop(f.c), ==, 0);
+    fix_check(&f);
+    sc_cache_get_stats(f.c, &st);
+    sc_assert_cmpu(st.memory_bytes, ==, 4096);      /* the page read */
+    sc_hits_copy(&hits, &iov, 1, 0);
+    sc_assert(!memcmp(got, f.node, sizeof(got)));
+    sc_hits_done(&hits);
+    sc_cache_get_stats(f.c, &st);
+    sc_assert_cmpu(st.memory_bytes, ==, 0);
+
+    read_all(&f, 0, 8 * KiB, buf);
+    g_array_unref(sc_read_pinned(f.c, 0, 4096, 0, 0, &hits));
+    wr(&f, 0, 4096, 0xaa, 0, 0);                    /* copies the page */
+    fix_check(&f);
+    sc_cache_get_stats(f.c, &st);
+    sc_assert_cmpu(st.memory_bytes, ==, 12 * KiB);
+    sc_hits_copy(&hits, &iov, 1, 0);
+    sc_assert(!memcmp(got, f.node, sizeof(got)));
+    sc_hits_done(&hits);
+    sc_cache_get_stats(f.c, &st);
+    sc_assert_cmpu(st.memory_bytes, ==, 8 * KiB);
+    read_all(&f, 0, 4096, got);
+    assert_bytes(got, sizeof(got), 0xaa);
+    fix_end(&f);
+}
+
 static void test_lru(void)
 {
     Fix f;
@@ -1386,6 +1429,7 @@ int main(int argc, char **argv)
     g_test_init(&argc, &argv, NULL);
     g_test_add_func("/cache/read/miss-hit", test_read_miss_then_hit);
     g_test_add_func("/cache/read/wait", test_read_waits_for_fetch);
+    g_test_add_func("/cache/read/hits-linger", test_read_hits_linger);
     g_test_add_func("/cache/read/failed-fetch", test_failed_fetch);
     g_test_add_func("/cache/read/inflight-scattered",
                     test_read_inflight_scattered);

@@ -208,7 +208,7 @@ static void test_not_staged(void)
     stage(f, 64 * KiB, 8 * KiB, 8, 0);
     sc_assert(sc_stage_empty(&f->stage));
     sc_assert(!sc_store_lookup(f->c, 64 * KiB / 4096)->writers);
-    sc_hits_release(f->c, &hits);
+    sc_hits_done(&hits);
     assert_cached(f, 64 * KiB, 8 * KiB, 8);
     fix_free(f);
 }
@@ -309,7 +309,7 @@ static void test_read_of_staged_page(void)
     /* the read overlapped the write: either is right; here, the new */
     sc_hits_copy(&hits, &iov, 1, 0);
     sc_assert_cmpu(buf[0], ==, 0x22);
-    sc_hits_release(f->c, &hits);
+    sc_hits_done(&hits);
     check(f);
     fix_free(f);
 }
