@@ -70,12 +70,26 @@ stripe_co_adopt_node(BlockDriverState *bs, uint32_t node, Error **errp)
     return stripe_co_write_header(child, &h, errp);
 }
 
+/* Between two regions: progress, the speed limit, the pause point. */
+static bool coroutine_fn stripe_resync_job_between(void *opaque,
+                                                   uint64_t copied)
+{
+    StripeResyncJob *sj = opaque;
+
+    if (copied) {
+        job_progress_update(&sj->common.job, copied);
+        block_job_ratelimit_processed_bytes(&sj->common, copied);
+        block_job_ratelimit_sleep(&sj->common);
+    }
+    return !job_is_cancelled(&sj->common.job);
+}
+
 static int coroutine_fn stripe_resync_job_run(Job *job, Error **errp)
 {
     StripeResyncJob *sj = container_of(job, StripeResyncJob, common.job);
     BlockDriverState *bs = sj->bs;
     BDRVStripeState *s = bs->opaque;
-    uint64_t region = s->geo.bitmap_region, r = 0, failed, total;
+    uint64_t region = s->geo.bitmap_region, failed, total;
     void *buf = qemu_try_blockalign(bs, STRIPE_RESYNC_BUF);
     int ret = 0;
 
@@ -101,25 +115,12 @@ static int coroutine_fn stripe_resync_job_run(Job *job, Error **errp)
     failed = stripe_resync_begin(s, UINT64_MAX);
     total = qatomic_read(&s->resync.regions_total);
     job_progress_set_remaining(job, total * region);
-    while (stripe_bitmap_next_dirty(s, &r)) {
-        if (job_is_cancelled(job)) {
-            ret = -ECANCELED;
-            goto out;
-        }
-        bdrv_graph_co_rdlock();
-        ret = stripe_co_resync_region(bs, r, buf);
-        bdrv_graph_co_rdunlock();
-        if (ret < 0) {
-            error_setg_errno(errp, -ret, "stripe: cannot resync the region "
-                             "at %" PRIu64, r * region);
-            goto out;
-        }
-        qatomic_inc(&s->resync.regions_done);
-        job_progress_update(job, region);
-        block_job_ratelimit_processed_bytes(&sj->common, region);
-        /* the pause point, and the speed limit */
-        block_job_ratelimit_sleep(&sj->common);
-        r++;
+    bdrv_graph_co_rdlock();
+    ret = stripe_co_resync_regions(bs, buf, stripe_resync_job_between, sj,
+                                   errp);
+    bdrv_graph_co_rdunlock();
+    if (ret < 0) {
+        goto out;
     }
     if (qatomic_read(&s->resync.nodes) != failed) {
         error_setg(errp, "stripe: a node being brought back failed again");

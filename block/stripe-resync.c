@@ -22,10 +22,11 @@
  * The pass runs in the background once a writable image is open (a
  * coroutine in the node's AioContext, paused while the node is drained,
  * stopped at close and inactivation), inline for qemu-img check -r, or
- * as a block job started from QMP (stripe-job.c).  A background pass that
- * leaves a node failed (it fails again, say a timeout on a busy target)
- * is tried again once the node answers, so a node found failed at open
- * comes back without the operator.
+ * as a block job started from QMP (stripe-job.c); the three share one
+ * walk over the regions, stripe_co_resync_regions().  A background pass
+ * that leaves a node failed (it fails again, say a timeout on a busy
+ * target) is tried again once the node answers, so a node found failed
+ * at open comes back without the operator.
  */
 
 #include "qemu/osdep.h"
@@ -38,7 +39,7 @@
 #include "trace.h"
 
 /* Copy region @r to the other copies.  @buf holds STRIPE_RESYNC_BUF. */
-int coroutine_fn GRAPH_RDLOCK
+static int coroutine_fn GRAPH_RDLOCK
 stripe_co_resync_region(BlockDriverState *bs, uint64_t r, void *buf)
 {
     BDRVStripeState *s = bs->opaque;
@@ -137,29 +138,67 @@ stripe_co_resync_end(BlockDriverState *bs, Error **errp)
     return ret;
 }
 
+/* @between with the graph lock dropped, which its caller holds. */
+static bool coroutine_fn GRAPH_RDLOCK
+stripe_resync_co_between(StripeResyncBetween *between, void *opaque,
+                         uint64_t copied)
+{
+    bool go_on;
+
+    bdrv_graph_co_rdunlock();
+    go_on = between(opaque, copied);
+    bdrv_graph_co_rdlock();
+    return go_on;
+}
+
+/*
+ * Copy every region set now, in order: the one loop of the three ways a
+ * resync runs (the background pass, the QMP job, qemu-img check -r),
+ * which differ only in what they do between two regions (@between, or
+ * nothing when NULL: the offline check, where nothing else runs).
+ * Returns -ECANCELED, with @errp untouched, when @between ends it.
+ */
+int coroutine_fn GRAPH_RDLOCK
+stripe_co_resync_regions(BlockDriverState *bs, void *buf,
+                         StripeResyncBetween *between, void *opaque,
+                         Error **errp)
+{
+    BDRVStripeState *s = bs->opaque;
+    uint64_t region = s->geo.bitmap_region, r = 0, copied = 0;
+    int ret;
+
+    for (;;) {
+        if (between && !stripe_resync_co_between(between, opaque, copied)) {
+            return -ECANCELED;
+        }
+        if (!stripe_bitmap_next_dirty(s, &r)) {
+            return 0;
+        }
+        ret = stripe_co_resync_region(bs, r, buf);
+        if (ret < 0) {
+            error_setg_errno(errp, -ret, "stripe: cannot resync the region "
+                             "at %" PRIu64, r * region);
+            return ret;
+        }
+        qatomic_inc(&s->resync.regions_done);
+        copied = region;
+        r++;
+    }
+}
+
 int coroutine_fn GRAPH_RDLOCK
 stripe_co_resync_offline(BlockDriverState *bs, Error **errp)
 {
     BDRVStripeState *s = bs->opaque;
-    uint64_t r = 0;
     void *buf = qemu_try_blockalign(bs, STRIPE_RESYNC_BUF);
-    int ret = 0;
+    int ret;
 
     if (!buf) {
         error_setg(errp, "stripe: no memory to resync");
         return -ENOMEM;
     }
     stripe_resync_begin(s, UINT64_MAX);
-    while (stripe_bitmap_next_dirty(s, &r)) {
-        ret = stripe_co_resync_region(bs, r, buf);
-        if (ret < 0) {
-            error_setg_errno(errp, -ret, "stripe: cannot resync the region "
-                             "at %" PRIu64, r * s->geo.bitmap_region);
-            break;
-        }
-        qatomic_inc(&s->resync.regions_done);
-        r++;
-    }
+    ret = stripe_co_resync_regions(bs, buf, NULL, NULL, errp);
     qemu_vfree(buf);
     if (ret == 0) {
         ret = stripe_co_resync_end(bs, errp);
@@ -195,6 +234,23 @@ static bool coroutine_fn stripe_resync_co_checkpoint(BDRVStripeState *s)
 }
 
 /*
+ * The background pass between two regions: counted in flight only while
+ * it copies, so that a drain waits for a region, not for the pass, and
+ * parked while the node is drained.
+ */
+static bool coroutine_fn stripe_resync_pass_between(void *opaque,
+                                                    uint64_t copied)
+{
+    BlockDriverState *bs = opaque;
+    bool go_on;
+
+    bdrv_dec_in_flight(bs);
+    go_on = stripe_resync_co_checkpoint(bs->opaque);
+    bdrv_inc_in_flight(bs);
+    return go_on;
+}
+
+/*
  * One pass over the regions set now.  Returns -ECANCELED when it must end
  * (close, inactivation), another error when a region could not be copied.
  */
@@ -202,41 +258,22 @@ static int coroutine_fn stripe_resync_co_pass(BlockDriverState *bs,
                                               uint64_t nodes, void *buf)
 {
     BDRVStripeState *s = bs->opaque;
-    uint64_t r = 0, failed = stripe_resync_begin(s, nodes);
+    uint64_t failed = stripe_resync_begin(s, nodes);
     Error *local_err = NULL;
-    int ret = 0;
+    int ret;
 
     trace_stripe_resync_start(bs, failed, s->resync.regions_total);
-    while (stripe_bitmap_next_dirty(s, &r)) {
-        if (!stripe_resync_co_checkpoint(s)) {
-            ret = -ECANCELED;
-            break;
-        }
-        bdrv_inc_in_flight(bs);
-        bdrv_graph_co_rdlock();
-        ret = stripe_co_resync_region(bs, r, buf);
-        bdrv_graph_co_rdunlock();
-        bdrv_dec_in_flight(bs);
-        if (ret < 0) {
-            error_report("stripe: resync stopped at the region at %" PRIu64
-                         ": %s", r * s->geo.bitmap_region, strerror(-ret));
-            break;
-        }
-        qatomic_inc(&s->resync.regions_done);
-        r++;
-    }
-    if (ret == 0 && !stripe_resync_co_checkpoint(s)) {
-        ret = -ECANCELED;
-    }
+    bdrv_inc_in_flight(bs);
+    bdrv_graph_co_rdlock();
+    ret = stripe_co_resync_regions(bs, buf, stripe_resync_pass_between, bs,
+                                   &local_err);
     if (ret == 0) {
-        bdrv_inc_in_flight(bs);
-        bdrv_graph_co_rdlock();
         ret = stripe_co_resync_end(bs, &local_err);
-        bdrv_graph_co_rdunlock();
-        bdrv_dec_in_flight(bs);
-        if (ret < 0) {
-            error_report_err(local_err);
-        }
+    }
+    bdrv_graph_co_rdunlock();
+    bdrv_dec_in_flight(bs);
+    if (local_err) {
+        error_report_err(local_err);
     }
     trace_stripe_resync_done(bs, qatomic_read(&s->resync.regions_done),
                              qatomic_read(&s->resync.bytes), ret);

@@ -562,8 +562,18 @@ void stripe_resync_resume(BlockDriverState *bs);
 int coroutine_fn GRAPH_RDLOCK
 stripe_co_resync_offline(BlockDriverState *bs, Error **errp);
 uint64_t stripe_resync_begin(BDRVStripeState *s, uint64_t nodes);
+/*
+ * What a walk over the regions does between two of them, for the context
+ * that runs it (pause point, cancellation, rate limit, progress): called
+ * before each region and after the last, with the graph lock dropped,
+ * with the bytes of the region just copied (0 the first time).  False
+ * ends the walk.
+ */
+typedef bool coroutine_fn StripeResyncBetween(void *opaque, uint64_t copied);
 int coroutine_fn GRAPH_RDLOCK
-stripe_co_resync_region(BlockDriverState *bs, uint64_t r, void *buf);
+stripe_co_resync_regions(BlockDriverState *bs, void *buf,
+                         StripeResyncBetween *between, void *opaque,
+                         Error **errp);
 int coroutine_fn GRAPH_RDLOCK
 stripe_co_resync_end(BlockDriverState *bs, Error **errp);
 
