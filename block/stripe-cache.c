@@ -191,7 +191,10 @@ void stripe_cache_close(BlockDriverState *bs)
             break;
         }
     }
+    /* jobs of other nodes may still end meanwhile (see below) */
+    stripe_cache_lock(s->cache);
     sc_cache_get_stats(s->cache->core, &st);
+    stripe_cache_unlock(s->cache);
     if (st.dirty_bytes) {
         error_report("stripe: %" PRIu64 " bytes of cached writes could not "
                      "be written to the nodes at close: %s", st.dirty_bytes,

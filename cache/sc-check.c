@@ -236,6 +236,14 @@ static bool check_pages(SCCache *c, CheckState *st, char **why)
               " still referenced", p->index);
         live_pages++;
     }
+    for (i = 0; i < c->store.pool->len; i++) {
+        SCPage *p = g_ptr_array_index(c->store.pool, i);
+
+        /* reused only once nothing, not even a read, holds it */
+        CHECK(!p->refs && !p->in_store && !g_atomic_int_get(&p->readers) &&
+              !g_atomic_int_get(&p->writers), "pooled page %" PRIu64
+              " still in use", p->index);
+    }
     CHECK(live_pages == c->store.count, "page count wrong");
     CHECK(c->store.mem_bytes == live_pages * c->page_size,
           "memory %" PRIu64 " != %" PRIu64 " pages", c->store.mem_bytes,

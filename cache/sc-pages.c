@@ -4,10 +4,12 @@
  *
  * Every data byte the cache holds lives in a page of page_size bytes.  A
  * page is in the store (indexed by offset / page_size) while any CLEAN or
- * DIRTY byte of it is cached (@used > 0); jobs hold extra references.  A
- * page with a job reference is never modified: sc_store_writable() copies
- * it first.  c->store.mem_bytes counts every live page wherever it is (store,
- * writeback job, fetch job), which is what cache-size bounds.
+ * DIRTY byte of it is cached (@used > 0); jobs hold extra references and
+ * reads copying from it count as readers.  A page with a job reference or
+ * a reader is never modified: sc_store_writable() copies it first.
+ * c->store.mem_bytes counts every live page wherever it is (store,
+ * writeback job, fetch job, lingering until its readers are gone), which
+ * is what cache-size bounds.
  */
 #include "sc-internal.h"
 
@@ -140,9 +142,6 @@ SCPage *sc_page_alloc(SCCache *c, uint64_t index)
 {
     SCPage *p;
 
-    if (c->store.lingering->len) {
-        sc_pages_reap(c);
-    }
     if (c->store.pool->len) {
         p = g_ptr_array_steal_index_fast(c->store.pool, c->store.pool->len - 1);
     } else {

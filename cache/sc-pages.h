@@ -14,7 +14,8 @@
  *   dropped (sc-hits.c): taken under the lock, given back without it.  A
  *   page whose last reference goes while it has readers lingers in
  *   @lingering, counted, until sc_pages_reap() sees its readers gone; only
- *   then is its memory reused;
+ *   then is its memory reused.  The budget counts lingering pages, so
+ *   sc_make_room() reaps before it evicts anything;
  * - @used is the number of bytes of CLEAN or DIRTY extents in the page;
  *   a store page with @used 0 is freed;
  * - @mem_bytes is what the pages and the metadata cost, the figure the
