@@ -13,9 +13,9 @@
  *
  * The count is the only shared state a hit leaves behind, on the page
  * itself, and the read gives it back with an atomic decrement and no
- * lock: no list of hits, no allocation, no second pass under the lock.
- * Memory stays bounded: a lingering page counts until it is recycled, as
- * an orphan page of a writeback job does.
+ * lock: no list of hits to allocate an entry on, no second pass under the
+ * lock.  Memory stays bounded: a lingering page counts until it is
+ * recycled, as an orphan page of a writeback job does.
  */
 #include "sc-internal.h"
 

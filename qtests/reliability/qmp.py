@@ -34,7 +34,6 @@ class QMP:
         self.buf = b''
         self.events = []
         self.answers = {}           # id -> answer read while waiting for another
-        self.stray = []             # messages that answer nothing we wait for
         self.last_id = 0
         if self._read(timeout) is None:
             raise QMPError('no QMP greeting in %d s' % timeout)
@@ -72,13 +71,13 @@ class QMP:
             raise QMPError('QMP write failed: %s' % e)
 
     def _keep(self, r):
-        """Keep message @r, which is not the one being waited for."""
+        """Keep message @r, which is not the one being waited for; one
+        that is neither an event nor an answer to a command of ours
+        (it has no id) is dropped."""
         if 'event' in r:
             self.events.append(r)
         elif 'id' in r:
             self.answers[r['id']] = r
-        else:
-            self.stray = self.stray[-9:] + [r]
 
     def answer(self, timeout):
         """The answer to the command sent last, read within @timeout
