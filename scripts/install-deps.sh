@@ -26,8 +26,9 @@ PACKAGES=(
     ceph-mon ceph-osd ceph-common uuid-runtime
     # guest boot (BIOS, option ROMs, initramfs userland)
     seabios ipxe-qemu busybox-static cpio e2fsprogs
-    # tests and benchmark reports
-    valgrind gnuplot-nox
+    # tests and benchmark reports; gdb prints the stacks of a QEMU that
+    # hangs in a test
+    valgrind gnuplot-nox gdb
 )
 
 # Packages that must come from bookworm-backports: meson >= 1.5, and the

@@ -6,6 +6,7 @@ quit, which closes its disks and so writes the stripe cache back."""
 
 import ctypes
 import os
+import shutil
 import signal
 import subprocess
 
@@ -33,14 +34,33 @@ class QemuProcess:
                                          preexec_fn=_die_with_parent)
         try:
             self.qmp = QMP(qmp_sock, timeout=60, alive=self.alive)
-        except Exception:
+        except Exception as e:
+            # where it stood, before it is killed: a start that hangs
+            # (a node that never answers its open) shows in the stacks
+            stacks = self.stacks() if self.alive() else ''
             self.kill()
-            raise RuntimeError('%s did not start: %s' %
-                               (os.path.basename(cmdline[0]),
-                                self.log_text()[-2000:]))
+            raise RuntimeError('%s did not start (%s): %s%s' %
+                               (os.path.basename(cmdline[0]), e,
+                                self.log_text()[-2000:], stacks))
 
     def alive(self):
         return self.proc.poll() is None
+
+    def stacks(self):
+        """Every thread's stack, from gdb, or '' without it."""
+        gdb = shutil.which('gdb')
+        if not gdb:
+            return ''
+        try:
+            r = subprocess.run([gdb, '-batch', '-nx', '-p', str(self.proc.pid),
+                                '-ex', 'thread apply all bt'],
+                               stdin=subprocess.DEVNULL,
+                               capture_output=True, text=True, timeout=60)
+        except subprocess.TimeoutExpired:
+            return '\n(gdb timed out)'
+        frames = [line for line in r.stdout.splitlines()
+                  if line.startswith(('#', 'Thread'))]
+        return '\nthreads:\n' + '\n'.join(frames)
 
     def log_text(self):
         with open(self.log, errors='replace') as f:
@@ -65,11 +85,13 @@ class QemuProcess:
 
     def quit(self, timeout=120):
         """Ask QEMU to quit and wait.  Its exit status, or None when it did
-        not exit in time (it is then killed)."""
+        not exit in time (it is then killed, and @quit_stacks says where
+        it stood)."""
         self.request_quit()
         try:
             rc = self.proc.wait(timeout)
         except subprocess.TimeoutExpired:
+            self.quit_stacks = self.stacks()
             self.kill()
             return None
         self.qmp.close()
