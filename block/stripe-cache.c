@@ -84,6 +84,7 @@ int stripe_cache_open(BlockDriverState *bs, const SCOptions *opts, int flags,
     memset(c->done, 0, s->node_count * sizeof(StripeNodeDone));
     qemu_mutex_init(&c->lock.mutex);
     qemu_co_queue_init(&c->progress);
+    c->read_pieces = g_array_new(false, true, sizeof(SCPiece));
     s->cache = c;
     stripe_cache_timer_attach(bs, bdrv_get_aio_context(bs));
     trace_stripe_cache_open(bs, o.size, o.max_dirty, o.readahead_max_bytes);
@@ -116,6 +117,7 @@ static void stripe_cache_free(BlockDriverState *bs)
     sc_cache_free(c->core);
     assert(!c->done_nodes && !c->settle_scheduled);
     qemu_vfree(c->done);
+    g_array_unref(c->read_pieces);
     qemu_mutex_destroy(&c->lock.mutex);
     g_free(c);
     s->cache = NULL;
@@ -273,15 +275,13 @@ static guint issued_count(GArray *pieces)
  * meanwhile), and give the pins back, which needs no lock either.
  * Byte @base + X of @qiov is disk offset X.
  */
-static void stripe_cache_copy_hits(SCHits *hits, GArray *todo,
-                                   QEMUIOVector *qiov, int64_t base)
+static void stripe_cache_copy_hits(SCHits *hits, const SCPiece *todo,
+                                   guint n, QEMUIOVector *qiov, int64_t base)
 {
     guint i;
 
-    for (i = 0; i < todo->len; i++) {
-        SCPiece *r = &g_array_index(todo, SCPiece, i);
-
-        sc_hits_copy(&hits[i], qiov->iov, qiov->niov, base + r->offset);
+    for (i = 0; i < n; i++) {
+        sc_hits_copy(&hits[i], qiov->iov, qiov->niov, base + todo[i].offset);
         sc_hits_done(&hits[i]);
     }
 }
@@ -292,16 +292,21 @@ stripe_cache_co_preadv(BlockDriverState *bs, int64_t offset, int64_t bytes,
 {
     BDRVStripeState *s = bs->opaque;
     StripeCache *c = s->cache;
-    g_autoptr(GArray) todo = g_array_new(false, false, sizeof(SCPiece));
+    /*
+     * What this round reads from the cache: the request, then the pieces
+     * it has to read again (fetched, or waited for), in @again
+     */
+    SCPiece request = { .offset = offset, .len = bytes };
+    const SCPiece *todo = &request;
+    guint todo_len = 1;
+    g_autoptr(GArray) again = NULL;
     SCHits stack_hits[2], *hits;
     g_autofree SCHits *heap_hits = NULL;
     unsigned flags = 0, round;
     bool kick = true;
     int ret = 0;
 
-    g_array_append_val(todo, ((SCPiece) { .offset = offset,
-                                          .len = bytes }));
-    for (round = 0; todo->len; round++) {
+    for (round = 0; todo_len; round++) {
         /* made only if a piece is not a hit: most reads are all hits */
         g_autoptr(GArray) next = NULL;
         AioTaskPool *pool = NULL;
@@ -319,16 +324,15 @@ stripe_cache_co_preadv(BlockDriverState *bs, int64_t offset, int64_t bytes,
         if (round >= STRIPE_CACHE_MAX_READ_ROUNDS) {
             flags |= SC_READ_DIRECT;
         }
-        hits = todo->len <= G_N_ELEMENTS(stack_hits) ? stack_hits :
-               (heap_hits = g_renew(SCHits, heap_hits, todo->len));
+        hits = todo_len <= G_N_ELEMENTS(stack_hits) ? stack_hits :
+               (heap_hits = g_renew(SCHits, heap_hits, todo_len));
         stripe_cache_lock(c);
         now = stripe_cache_now();
-        for (i = 0; i < todo->len; i++) {
-            SCPiece *r = &g_array_index(todo, SCPiece, i);
-            g_autoptr(GArray) pieces = NULL;
+        for (i = 0; i < todo_len; i++) {
+            GArray *pieces = c->read_pieces;
 
-            pieces = sc_read_pinned(c->core, r->offset, r->len, flags, now,
-                                    &hits[i]);
+            sc_read_pinned(c->core, todo[i].offset, todo[i].len, flags, now,
+                           &hits[i], pieces);
             for (j = 0; j < pieces->len; j++) {
                 SCPiece *p = &g_array_index(pieces, SCPiece, j);
 
@@ -357,24 +361,29 @@ stripe_cache_co_preadv(BlockDriverState *bs, int64_t offset, int64_t bytes,
         }
         stripe_cache_collect_jobs(c, false, now, &batch);
         stripe_cache_unlock(c);
-        stripe_cache_copy_hits(hits, todo, qiov, qiov_offset - offset);
+        stripe_cache_copy_hits(hits, todo, todo_len, qiov,
+                               qiov_offset - offset);
         stripe_cache_start_jobs(bs, &batch);
 
-        g_array_set_size(todo, 0);
+        todo_len = 0;
         if (!next) {
             break;
         }
+        if (!again) {
+            again = g_array_new(false, false, sizeof(SCPiece));
+        }
+        g_array_set_size(again, 0);
         for (i = 0; i < next->len; i++) {
             SCPiece *p = &g_array_index(next, SCPiece, i);
             StripeFetchTask *t;
 
             if (p->kind == SC_PIECE_WAIT) {
-                g_array_append_val(todo, *p);
+                g_array_append_val(again, *p);
                 continue;
             }
             if (p->kind == SC_PIECE_FETCH) {
                 /* Read again from the cache once filled. */
-                g_array_append_val(todo, *p);
+                g_array_append_val(again, *p);
             }
             t = g_new(StripeFetchTask, 1);
             *t = (StripeFetchTask) {
@@ -409,6 +418,8 @@ stripe_cache_co_preadv(BlockDriverState *bs, int64_t offset, int64_t bytes,
                 return ret;
             }
         }
+        todo = (const SCPiece *)again->data;
+        todo_len = again->len;
     }
     return 0;
 }

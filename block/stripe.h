@@ -198,6 +198,8 @@ typedef struct StripeCache {
     unsigned wakeups;
     bool quiesced;              /* drained: start no background IO */
     bool inactive;              /* migrated away: no IO at all */
+    /* the pieces of the read holding @lock, reused: hits allocate nothing */
+    GArray *read_pieces;
     /* what the core cannot see */
     uint64_t flush_count;
     uint64_t flush_errors;

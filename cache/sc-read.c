@@ -31,9 +31,9 @@
 #define SC_PREFETCH_SHARE 4
 
 static void sc_prefetch_window(SCCache *c, uint64_t start, uint64_t end);
-static GArray *read_walk(SCCache *c, uint64_t offset, uint64_t len,
-                         unsigned flags, int64_t now_ns, SCIovIter *it,
-                         SCHits *hits);
+static void read_walk(SCCache *c, uint64_t offset, uint64_t len,
+                      unsigned flags, int64_t now_ns, SCIovIter *it,
+                      SCHits *hits, GArray *pieces);
 
 /* Make every absent byte of the job's range wait for the job. */
 static void fetch_job_claim(SCCache *c, SCFetchJob *job)
@@ -280,28 +280,31 @@ GArray *sc_read(SCCache *c, uint64_t offset, uint64_t len,
                 const struct iovec *iov, int iovcnt, size_t iov_offset,
                 unsigned flags, int64_t now_ns)
 {
+    GArray *pieces = g_array_new(FALSE, TRUE, sizeof(SCPiece));
     SCIovIter it;
 
     sc_iov_iter_init(&it, iov, iovcnt, iov_offset);
-    return read_walk(c, offset, len, flags, now_ns, &it, NULL);
+    read_walk(c, offset, len, flags, now_ns, &it, NULL, pieces);
+    return pieces;
 }
 
-GArray *sc_read_pinned(SCCache *c, uint64_t offset, uint64_t len,
-                       unsigned flags, int64_t now_ns, SCHits *hits)
+void sc_read_pinned(SCCache *c, uint64_t offset, uint64_t len,
+                    unsigned flags, int64_t now_ns, SCHits *hits,
+                    GArray *pieces)
 {
     sc_hits_init(hits);
-    return read_walk(c, offset, len, flags, now_ns, NULL, hits);
+    read_walk(c, offset, len, flags, now_ns, NULL, hits, pieces);
 }
 
 /*
  * The read: the hits copied through @it at once, or pinned in @hits; the
- * pieces returned.
+ * pieces put in @pieces, emptied first.  A read that is all hits, the
+ * common one, allocates nothing when @pieces has room.
  */
-static GArray *read_walk(SCCache *c, uint64_t offset, uint64_t len,
-                         unsigned flags, int64_t now_ns, SCIovIter *it,
-                         SCHits *hits)
+static void read_walk(SCCache *c, uint64_t offset, uint64_t len,
+                      unsigned flags, int64_t now_ns, SCIovIter *it,
+                      SCHits *hits, GArray *pieces)
 {
-    GArray *pieces = g_array_new(FALSE, TRUE, sizeof(SCPiece));
     GArray *gaps = NULL;
     GArray *out;
     uint64_t end = sc_range_end(offset, len);
@@ -313,6 +316,7 @@ static GArray *read_walk(SCCache *c, uint64_t offset, uint64_t len,
     SCExtent *e;
     guint i, g;
 
+    g_array_set_size(pieces, 0);
     c->fetch.read_call++;
     e = sc_ext_lookup(c, offset);
     while (pos < end) {
@@ -370,7 +374,8 @@ static GArray *read_walk(SCCache *c, uint64_t offset, uint64_t len,
         out = pieces;
         goto done;
     }
-    out = g_array_new(FALSE, TRUE, sizeof(SCPiece));
+    out = g_array_sized_new(FALSE, TRUE, sizeof(SCPiece),
+                            pieces->len + gaps->len);
     g = 0;
     for (i = 0; i <= pieces->len; i++) {
         while (g < gaps->len && g_array_index(gaps, SCGap, g).piece == i) {
@@ -391,8 +396,11 @@ static GArray *read_walk(SCCache *c, uint64_t offset, uint64_t len,
             g_array_append_val(out, *p);
         }
     }
-    g_array_unref(pieces);
     g_array_unref(gaps);
+    g_array_set_size(pieces, 0);
+    g_array_append_vals(pieces, out->data, out->len);
+    g_array_unref(out);
+    out = pieces;
 done:
     pieces_dedup_fetch(out);
     if (direct) {
@@ -425,7 +433,6 @@ done:
             sc_prefetch_window(c, ws, we);
         }
     }
-    return out;
 }
 
 /*

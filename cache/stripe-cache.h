@@ -205,10 +205,13 @@ typedef struct SCHits {
  * sc_hits_copy(), without any lock, then give them back with
  * sc_hits_done(), also without the lock.  That keeps the bulk of a cache
  * hit, the copy, out of the lock that the other threads of a multiqueue
- * disk wait for, and the read takes the lock once.
+ * disk wait for, and the read takes the lock once.  The pieces go into
+ * the caller's @pieces (a GArray of SCPiece, emptied first), which it may
+ * reuse for every read: a read that is all hits then allocates nothing.
  */
-GArray *sc_read_pinned(SCCache *c, uint64_t offset, uint64_t len,
-                       unsigned flags, int64_t now_ns, SCHits *hits);
+void sc_read_pinned(SCCache *c, uint64_t offset, uint64_t len,
+                    unsigned flags, int64_t now_ns, SCHits *hits,
+                    GArray *pieces);
 
 /* Copy the hits into @iov, whose byte @iov_offset is the read's start. */
 void sc_hits_copy(const SCHits *hits, const struct iovec *iov, int iovcnt,

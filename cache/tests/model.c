@@ -109,6 +109,7 @@ typedef struct Model {
     /* scratch buffers of disk_size + SCRATCH_SLACK bytes, reused */
     uint8_t *iov_scratch;
     uint8_t *data_scratch;
+    GArray *pinned_pieces;      /* reused by every pinned read, as QEMU's */
     uint8_t *cmp_scratch;
     GPtrArray *spare_snaps;     /* flush snapshots to reuse */
 } Model;
@@ -713,7 +714,8 @@ static bool do_read_pinned(Model *m, uint64_t off, uint64_t len,
     p->len = len;
     p->want = g_memdup2(m->exp + off, len);
     p->ranges = g_array_new(FALSE, FALSE, sizeof(SCPiece));
-    pieces = sc_read_pinned(m->c, off, len, 0, m->now, &p->hits);
+    pieces = m->pinned_pieces;
+    sc_read_pinned(m->c, off, len, 0, m->now, &p->hits, pieces);
     r = mread_new(m, off, len);
     ok = read_pieces(m, r, off, len, m->data_scratch, pieces, sel, true);
     for (i = 0; i < pieces->len; i++) {
@@ -723,7 +725,6 @@ static bool do_read_pinned(Model *m, uint64_t off, uint64_t len,
             g_array_append_val(p->ranges, *pc);
         }
     }
-    g_array_unref(pieces);
     g_ptr_array_add(m->pinned, p);
     /* the rest of the read goes on as any read's does */
     mread_keep(m, r, m->data_scratch, ok);
@@ -1637,6 +1638,7 @@ bool model_run(const ModelConfig *cfg, const ModelOp *ops, size_t n,
     m.disk_ver = g_new0(uint32_t, cfg->disk_size);
     m.iov_scratch = g_malloc(cfg->disk_size + SCRATCH_SLACK);
     m.data_scratch = g_malloc(cfg->disk_size + SCRATCH_SLACK);
+    m.pinned_pieces = g_array_new(FALSE, TRUE, sizeof(SCPiece));
     m.cmp_scratch = g_malloc(cfg->disk_size + SCRATCH_SLACK);
     m.spare_snaps = g_ptr_array_new_with_free_func(g_free);
     m.jobs = g_ptr_array_new_with_free_func(mjob_free);
@@ -1701,6 +1703,7 @@ bool model_run(const ModelConfig *cfg, const ModelOp *ops, size_t n,
     g_free(m.disk_ver);
     g_free(m.iov_scratch);
     g_free(m.data_scratch);
+    g_array_unref(m.pinned_pieces);
     g_free(m.cmp_scratch);
     g_ptr_array_unref(m.spare_snaps);
     g_string_free(m.err, TRUE);

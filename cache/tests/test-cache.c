@@ -1116,13 +1116,14 @@ static void test_read_hits_linger(void)
     Fix f;
     uint8_t buf[8192], got[4096];
     struct iovec iov = { got, sizeof(got) };
+    g_autoptr(GArray) pieces = g_array_new(FALSE, TRUE, sizeof(SCPiece));
     SCHits hits;
     SCStats st;
 
     fix_opts(&f);
     fix_start(&f);
     read_all(&f, 0, 8 * KiB, buf);
-    g_array_unref(sc_read_pinned(f.c, 0, 4096, 0, 0, &hits));
+    sc_read_pinned(f.c, 0, 4096, 0, 0, &hits, pieces);
     sc_assert_cmpi(sc_cache_drop(f.c), ==, 0);
     fix_check(&f);
     sc_cache_get_stats(f.c, &st);
@@ -1134,7 +1135,7 @@ static void test_read_hits_linger(void)
     sc_assert_cmpu(st.memory_bytes, ==, 0);
 
     read_all(&f, 0, 8 * KiB, buf);
-    g_array_unref(sc_read_pinned(f.c, 0, 4096, 0, 0, &hits));
+    sc_read_pinned(f.c, 0, 4096, 0, 0, &hits, pieces);
     wr(&f, 0, 4096, 0xaa, 0, 0);                    /* copies the page */
     fix_check(&f);
     sc_cache_get_stats(f.c, &st);

@@ -170,6 +170,7 @@ static void test_not_staged(void)
     Fix *f = fix_new();
     SCWriteResult r;
     SCHits hits;
+    g_autoptr(GArray) pieces = g_array_new(FALSE, TRUE, sizeof(SCPiece));
     SCFlush *t;
     SCJob job;
 
@@ -204,7 +205,7 @@ static void test_not_staged(void)
     sc_assert(sc_stage_empty(&f->stage));
     /* a page a read pins, after one that could be staged: neither is */
     write_now(f, 64 * KiB, 8 * KiB, 7);
-    g_array_unref(sc_read_pinned(f->c, 68 * KiB, 4 * KiB, 0, 0, &hits));
+    sc_read_pinned(f->c, 68 * KiB, 4 * KiB, 0, 0, &hits, pieces);
     stage(f, 64 * KiB, 8 * KiB, 8, 0);
     sc_assert(sc_stage_empty(&f->stage));
     sc_assert(!sc_store_lookup(f->c, 64 * KiB / 4096)->writers);
@@ -302,7 +303,8 @@ static void test_read_of_staged_page(void)
 
     write_now(f, 0, 8 * KiB, 0x11);
     stage(f, 0, 4 * KiB, 0x22, 0);
-    p = sc_read_pinned(f->c, 0, 4 * KiB, 0, 0, &hits);
+    p = g_array_new(FALSE, TRUE, sizeof(SCPiece));
+    sc_read_pinned(f->c, 0, 4 * KiB, 0, 0, &hits, p);
     g_array_unref(p);
     check(f);
     sc_assert(!publish(f, 0x22));
