@@ -73,7 +73,7 @@ QemuOptsList stripe_runtime_opts = {
             .name = STRIPE_OPT_CACHE_NODE_JOBS,
             .type = QEMU_OPT_NUMBER,
             .help = "Writeback and prefetch jobs in flight per node; "
-                    "0 picks by node kind (default 0: 16 for rbd, else 4)",
+                    "0 picks by node kind (default 0: 128 for rbd, else 4)",
         },
         {
             .name = STRIPE_OPT_NODE_TIMEOUT,

@@ -70,25 +70,46 @@ static bool stripe_parse_node_filename(QDict *options, const char *key,
     return true;
 }
 
+/* How deep a node given inline is searched for an rbd node under filters. */
+#define STRIPE_NODE_FILE_DEPTH 8
+
 /*
  * With its own cache on, the stripe gives a node that is a caching
  * client itself cache.direct=on, unless the node says otherwise: else
  * the node inherits the stripe's cache mode, and librbd would keep a
  * second cache under the stripe's (since Ceph Pacific its writearound
  * policy: no reads from it, every write copied into it and acknowledged
- * early).  Other nodes keep the stripe's mode: for a local file
- * cache.direct=on means O_DIRECT, which not every filesystem has.
+ * early).  An rbd node under filters or a raw format (throttle, raw,
+ * copy-on-read: each one's "file") counts too; the option is set on the
+ * node given, and its "file" children inherit it.  Other nodes keep the
+ * stripe's mode: for a local file cache.direct=on means O_DIRECT, which
+ * not every filesystem has.
  */
 static void stripe_default_node_cache(QDict *options, const char *key,
                                       int flags)
 {
-    g_autofree char *dkey = g_strconcat(key, ".driver", NULL);
     g_autofree char *ckey = g_strconcat(key, ".cache.direct", NULL);
-    const char *driver = qdict_get_try_str(options, dkey);
+    g_autofree char *prefix = g_strdup(key);
+    int depth;
 
-    if (!(flags & BDRV_O_NOCACHE) && driver && !strcmp(driver, "rbd") &&
-        !qdict_haskey(options, ckey)) {
-        qdict_put_str(options, ckey, "on");
+    if ((flags & BDRV_O_NOCACHE) || qdict_haskey(options, ckey)) {
+        return;
+    }
+    for (depth = 0; depth < STRIPE_NODE_FILE_DEPTH; depth++) {
+        g_autofree char *dkey = g_strconcat(prefix, ".driver", NULL);
+        const char *driver = qdict_get_try_str(options, dkey);
+        char *below;
+
+        if (!driver) {
+            return;
+        }
+        if (!strcmp(driver, "rbd")) {
+            qdict_put_str(options, ckey, "on");
+            return;
+        }
+        below = g_strconcat(prefix, ".file", NULL);
+        g_free(prefix);
+        prefix = below;
     }
 }
 

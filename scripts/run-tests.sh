@@ -49,9 +49,11 @@ rm -f "$BUILD/meson-logs/testlog.json"
 meson test -C "$BUILD" --num-processes 2 --print-errorlogs "$@"
 rc=$?
 
-# Anything still registered now belongs to a test that did not clean up.
-"$REPO/qtests/harness/storage-nodes" sweep
-"$REPO/qtests/harness/ceph-cluster" sweep
+# Anything still registered now belongs to a test that did not clean up:
+# that fails the run (the tests' owners are gone, so the sweep stops it).
+left=$( { "$REPO/qtests/harness/storage-nodes" sweep
+          "$REPO/qtests/harness/ceph-cluster" sweep; } 2>&1 |
+        tee /dev/stderr | grep -c 'stale' || true)
 
 if [ ! -f "$BUILD/meson-logs/testlog.json" ]; then
     fatal "meson test produced no results (exit code $rc)"
@@ -71,6 +73,11 @@ for line in open(sys.argv[1]):
 print(ok, bad, skip)
 EOF
 )
+if [ "$left" != 0 ]; then
+    echo "run-tests: the tests left $left storage pool(s) or Ceph" \
+         "cluster(s) behind" >&2
+    failed=$((failed + 1))
+fi
 if [ "$rc" != 0 ] && [ "$failed" = 0 ]; then
     # meson itself failed (e.g. the build): count that as a failure.
     failed=1
