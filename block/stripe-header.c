@@ -306,27 +306,38 @@ stripe_co_write_header(BdrvChild *child, const StripeHeader *h, Error **errp)
  * failed nodes and the size in the headers.  A failed node keeps its
  * older header, which says that it is out of date.  Called with
  * @health_lock held.
+ *
+ * Without @unwritten the first node that fails its header write ends it;
+ * with it, every live node is tried, those that failed are returned in
+ * it, and the first error is the one returned.
  */
 int coroutine_fn GRAPH_RDLOCK
-stripe_co_write_live_headers(BlockDriverState *bs, Error **errp)
+stripe_co_write_live_headers(BlockDriverState *bs, uint64_t *unwritten,
+                             Error **errp)
 {
     BDRVStripeState *s = bs->opaque;
     StripeHeader h;
     uint32_t i;
-    int ret;
+    int ret, first = 0;
 
     for (i = 0; i < s->node_count; i++) {
         if (stripe_node_failed(s, i)) {
             continue;
         }
         stripe_header_for_node(s, i, &h);
-        ret = stripe_co_write_header(s->nodes[i], &h, errp);
-        if (ret < 0) {
+        ret = stripe_co_write_header(s->nodes[i], &h,
+                                     first < 0 ? NULL : errp);
+        if (ret < 0 && !unwritten) {
             return ret;
+        }
+        if (ret < 0) {
+            *unwritten |= UINT64_C(1) << i;
+            first = first ?: ret;
+            continue;
         }
         s->stale[i] = false;
     }
-    return 0;
+    return first;
 }
 
 /*
@@ -344,7 +355,7 @@ stripe_co_write_all_headers(BlockDriverState *bs, uint64_t size,
     QEMU_LOCK_GUARD(&s->health_lock);
     s->generation++;
     s->header_virtual_size = size;
-    return stripe_co_write_live_headers(bs, errp);
+    return stripe_co_write_live_headers(bs, NULL, errp);
 }
 
 /*

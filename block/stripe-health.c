@@ -49,12 +49,33 @@ stripe_co_node_request_counted(BlockDriverState *bs, uint32_t node,
 }
 
 /*
+ * Nodes that failed their header write while another was being marked:
+ * @err is the first one's error.
+ */
+static void stripe_report_header_failures(BDRVStripeState *s,
+                                          uint64_t unwritten, Error *err)
+{
+    uint32_t i;
+
+    error_report_err(err);
+    for (i = 0; i < s->node_count; i++) {
+        if ((unwritten >> i) & 1) {
+            error_report("stripe: node index %u (%s) failed writing its "
+                         "header; the disk goes on with the other copies "
+                         "of its data", i, stripe_node_name(s, i));
+        }
+    }
+}
+
+/*
  * Node @node failed a request with @err (or was given up on: -ETIMEDOUT).
  * Returns 0 once it is marked failed in the live nodes' headers, so that
  * the request may go on without it; @err when it cannot be marked (one
- * copy only, or it holds the last live copy of some unit); the error of
- * the header write when that failed.  Also called, with any @err, for a
- * node that is failed already, to make sure the marking is written.
+ * copy only, or it holds the last live copy of some unit).  A live node
+ * that fails its header write meanwhile is marked failed as well, if
+ * every unit keeps a copy without it; else the header write's error is
+ * returned.  Also called, with any @err, for a node that is failed
+ * already, to make sure the marking is written.
  */
 int coroutine_fn GRAPH_RDLOCK
 stripe_co_mark_failed(BlockDriverState *bs, uint32_t node, int err)
@@ -85,12 +106,28 @@ stripe_co_mark_failed(BlockDriverState *bs, uint32_t node, int err)
                      "on with the other copies of its data", node,
                      stripe_node_name(s, node), strerror(-err));
     }
-    s->generation++;
-    trace_stripe_mark_failed(bs, node, err, s->generation);
-    ret = stripe_co_write_live_headers(bs, &local_err);
-    if (ret < 0) {
-        error_report_err(local_err);
-        return ret;
+    for (;;) {
+        uint64_t unwritten = 0;
+
+        s->generation++;
+        trace_stripe_mark_failed(bs, node, err, s->generation);
+        ret = stripe_co_write_live_headers(bs, &unwritten, &local_err);
+        if (ret >= 0) {
+            break;
+        }
+        /*
+         * A live node failed its header write: it failed too, as long as
+         * every unit keeps a live copy without it.  The next generation
+         * lists it, and its header is the older one whatever it holds.
+         */
+        if (stripe_geometry_lost_unit(&s->geo, s->failed | unwritten,
+                                      NULL)) {
+            error_report_err(local_err);
+            return ret;
+        }
+        stripe_report_header_failures(s, unwritten, local_err);
+        local_err = NULL;
+        qatomic_set(&s->failed, s->failed | unwritten);
     }
     qatomic_set(&s->failed_durable, s->failed);
     return 0;
@@ -123,5 +160,5 @@ stripe_co_mark_live(BlockDriverState *bs, uint32_t node, Error **errp)
         return ret;
     }
     s->stale[node] = false;
-    return stripe_co_write_live_headers(bs, errp);
+    return stripe_co_write_live_headers(bs, NULL, errp);
 }

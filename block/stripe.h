@@ -359,7 +359,8 @@ stripe_co_write_header(BdrvChild *child, const StripeHeader *h,
 void stripe_header_for_node(BDRVStripeState *s, uint32_t index,
                             StripeHeader *h);
 int coroutine_fn GRAPH_RDLOCK
-stripe_co_write_live_headers(BlockDriverState *bs, Error **errp);
+stripe_co_write_live_headers(BlockDriverState *bs, uint64_t *unwritten,
+                             Error **errp);
 int coroutine_fn GRAPH_RDLOCK
 stripe_co_write_all_headers(BlockDriverState *bs, uint64_t size,
                             Error **errp);
