@@ -571,6 +571,28 @@ void coroutine_fn stripe_bitmap_co_grow(BlockDriverState *bs, uint64_t size)
     }
 }
 
+/*
+ * Whether every live copy of the range holds the same data: none of its
+ * regions is set.  A write sets its regions on every live node before it
+ * writes any copy, and a bit clears only once a flush has put the
+ * region's writes on every copy, so a clear bit means that no write is
+ * in flight there and none left the copies different (a crash, a node
+ * that failed).  Without a bitmap that is not known: false.
+ */
+bool stripe_bitmap_copies_agree(BDRVStripeState *s, int64_t offset,
+                                int64_t bytes)
+{
+    StripeBitmap *b = &s->bitmap;
+    uint64_t first, last;
+
+    if (!stripe_has_bitmap(s) || bytes <= 0) {
+        return false;
+    }
+    QEMU_LOCK_GUARD(&b->lock);
+    stripe_bitmap_range(b, offset, bytes, &first, &last);
+    return find_next_bit(b->durable, last + 1, first) > last;
+}
+
 uint64_t stripe_bitmap_dirty_regions(BDRVStripeState *s)
 {
     StripeBitmap *b = &s->bitmap;

@@ -42,6 +42,8 @@ typedef struct StripeRwOut {
 /* Which copies of a piece a request uses (stripe_pick_copies()). */
 typedef enum StripePick {
     STRIPE_PICK_FIRST,          /* reads: the first live copy */
+    /* reads where the copies agree: the live copy least busy now */
+    STRIPE_PICK_IDLEST,
     STRIPE_PICK_ALL,            /* writes: every copy */
     STRIPE_PICK_OTHERS,         /* resync: all but the first live copy */
     /* resync, comparing: copy 1 (2) unless it is the first live copy */
@@ -169,16 +171,18 @@ static void coroutine_fn stripe_chunk_submit(AioTaskPool *pool,
 
 /*
  * Which copies of a piece a request uses: every copy not on a node to
- * avoid (writes), the first of those (reads), or every one but the first
- * copy not on a failed node (a resync, which reads that one), or just
- * copy 1 or 2 if it is not that one.  Returns how many, their numbers in
- * @copies.
+ * avoid (writes), the first of those or the one whose node has the
+ * fewest requests in flight (reads), or every one but the first copy not
+ * on a failed node (a resync, which reads that one), or just copy 1 or 2
+ * if it is not that one.  Returns how many, their numbers in @copies.
  *
- * A read always goes to the same copy while its node lives, not to the
- * least busy one: after a crash, the copies of a range that had writes in
- * flight may differ until they are resynced, and two reads of it must
- * not see different data.  The primaries are spread over the nodes as in
- * the single-copy layout, so reads lose no throughput against it.
+ * A read goes to the least busy copy only where the write-intent bitmap
+ * says that the copies agree (stripe_bitmap_copies_agree()), and to the
+ * first live copy elsewhere: after a crash, the copies of a range that had
+ * writes in flight may differ until they are resynced, and two reads of
+ * it must not see different data.  The first copies are spread over the
+ * nodes as in the single-copy layout; a node with a queue of its own
+ * hands its reads to the other copies.
  */
 static uint32_t stripe_pick_copies(BDRVStripeState *s, uint64_t offset,
                                    uint64_t avoid, StripePick pick,
@@ -186,6 +190,7 @@ static uint32_t stripe_pick_copies(BDRVStripeState *s, uint64_t offset,
 {
     uint64_t node_offset, failed = qatomic_read(&s->failed);
     uint32_t copy, node, n = 0;
+    uint64_t busy, least = UINT64_MAX;
     bool source_seen = false;
 
     for (copy = 0; copy < s->geo.copies; copy++) {
@@ -200,6 +205,15 @@ static uint32_t stripe_pick_copies(BDRVStripeState *s, uint64_t offset,
         }
         if (pick > STRIPE_PICK_OTHERS &&
             copy != pick - STRIPE_PICK_COPY1 + 1) {
+            continue;
+        }
+        if (pick == STRIPE_PICK_IDLEST) {
+            busy = qatomic_read(&s->health[node].in_flight);
+            if (busy < least) {
+                least = busy;
+                copies[0] = copy;
+                n = 1;
+            }
             continue;
         }
         copies[n++] = copy;
@@ -241,7 +255,7 @@ stripe_co_rw_pieces(BlockDriverState *bs, StripeOp op, uint64_t avoid,
             return stripe_node_request(s->nodes[node], op, node_offset,
                                        bytes, qiov, qiov_offset, flags);
         }
-        if (pick == STRIPE_PICK_FIRST) {
+        if (pick == STRIPE_PICK_FIRST || pick == STRIPE_PICK_IDLEST) {
             if (!stripe_pick_copies(s, offset, avoid, pick, &copy)) {
                 return -EIO;
             }
@@ -399,6 +413,7 @@ stripe_co_rw(BlockDriverState *bs, StripeOp op, int64_t offset,
     BDRVStripeState *s = bs->opaque;
     uint64_t avoid, tried = 0;
     uint32_t attempt;
+    StripePick pick;
     int ret = -EIO;
 
     trace_stripe_co_rw(bs, op, offset, bytes);
@@ -417,13 +432,15 @@ stripe_co_rw(BlockDriverState *bs, StripeOp op, int64_t offset,
         stripe_bitmap_end_write(bs, offset, bytes);
         return ret < 0 ? ret : stripe_co_confirm_skipped(bs, avoid);
     }
+    pick = stripe_bitmap_copies_agree(s, offset, bytes) ?
+           STRIPE_PICK_IDLEST : STRIPE_PICK_FIRST;
     for (attempt = 0; attempt < s->geo.copies; attempt++) {
         StripeRwOut out = { 0 };
         int err;
 
         err = stripe_co_rw_pieces(bs, op, qatomic_read(&s->failed) | tried,
-                                  STRIPE_PICK_FIRST, offset, bytes, qiov,
-                                  qiov_offset, flags, &out);
+                                  pick, offset, bytes, qiov, qiov_offset,
+                                  flags, &out);
         if (err >= 0) {
             return err;
         }

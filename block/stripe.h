@@ -529,6 +529,8 @@ stripe_bitmap_co_bring_back(BlockDriverState *bs, uint32_t node,
 int coroutine_fn GRAPH_RDLOCK
 stripe_bitmap_co_reload(BlockDriverState *bs, Error **errp);
 void coroutine_fn stripe_bitmap_co_grow(BlockDriverState *bs, uint64_t size);
+bool stripe_bitmap_copies_agree(BDRVStripeState *s, int64_t offset,
+                                int64_t bytes);
 uint64_t stripe_bitmap_dirty_regions(BDRVStripeState *s);
 uint64_t stripe_bitmap_snapshot(BDRVStripeState *s);
 int coroutine_fn GRAPH_RDLOCK stripe_bitmap_co_set_all(BlockDriverState *bs);

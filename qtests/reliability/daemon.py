@@ -17,7 +17,9 @@ NODE_NAME = 'disk'
 
 
 class Daemon(QemuProcess):
-    def __init__(self, workdir, blockdev, name='qsd', log_name=None):
+    def __init__(self, workdir, blockdev, name='qsd', log_name=None,
+                 trace=()):
+        """@trace: trace events to log (to the log file)."""
         self.sock = os.path.join(workdir, name + '.nbd')
         self.qmp_sock = os.path.join(workdir, name + '.qmp')
         self.log = os.path.join(workdir, log_name or name + '.log')
@@ -25,8 +27,8 @@ class Daemon(QemuProcess):
             if os.path.exists(p):
                 os.unlink(p)
         node = dict(blockdev, **{'node-name': NODE_NAME})
-        self.cmdline = [
-            paths.QSD, '--blockdev', json.dumps(node),
+        self.cmdline = [paths.QSD] + ['--trace=' + t for t in trace] + [
+            '--blockdev', json.dumps(node),
             '--nbd-server', 'addr.type=unix,addr.path=' + self.sock,
             '--export', 'type=nbd,id=e,node-name=%s,name=%s,writable=on' %
             (NODE_NAME, NODE_NAME),
