@@ -145,7 +145,7 @@ static void shrink_to_budget(SCCache *c)
 {
     if (!sc_make_room(c, 0, 0, 0, 0, true)) {
         /* Dirty or in-flight data is over it: write back, never drop. */
-        c->wb.pressure = true;
+        sc_wb_set_pressure(c, true);
     }
 }
 

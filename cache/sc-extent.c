@@ -148,8 +148,7 @@ void sc_ext_delete(SCCache *c, SCExtent *e, SCDropReason why)
     case SC_EXT_DIRTY:
         if (e->wb) {
             /* The job keeps sending the data; it is no longer cached. */
-            e->wb->live -= len;
-            c->wbj.orphan_bytes += len;
+            sc_wb_job_orphan(c, e->wb, len);
         }
         sc_store_sub_used(c, e->start, e->end);
         break;

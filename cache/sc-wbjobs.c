@@ -78,6 +78,39 @@ uint64_t sc_wb_min_since(SCCache *c, uint64_t start, uint64_t end)
     return m;
 }
 
+/* @job goes in flight: indexed, counted on its node and in the bytes. */
+void sc_wb_job_add(SCCache *c, SCWbJob *job)
+{
+    sc_tree_insert(&c->wbj.by_start, &job->range_node, sc_job_start_cmp);
+    sc_tree_insert(&c->wbj.by_since, &job->since_node, sc_job_since_cmp);
+    g_hash_table_insert(c->wbj.jobs, &job->id, job);
+    c->nodes[job->node].wb_inflight++;
+    c->wbj.inflight_bytes += job->end - job->start;
+}
+
+/* @job has ended: out of the indexes and the counts; not freed. */
+void sc_wb_job_remove(SCCache *c, SCWbJob *job)
+{
+    uint64_t len = job->end - job->start;
+
+    g_hash_table_remove(c->wbj.jobs, &job->id);
+    sc_tree_remove(&c->wbj.by_start, &job->range_node);
+    sc_tree_remove(&c->wbj.by_since, &job->since_node);
+    c->nodes[job->node].wb_inflight--;
+    c->wbj.inflight_bytes -= len;
+    c->wbj.orphan_bytes -= len - job->live;
+}
+
+/*
+ * @len bytes of @job's data are no longer cached (overwritten or dropped
+ * while it is in flight): the job still sends them.
+ */
+void sc_wb_job_orphan(SCCache *c, SCWbJob *job, uint64_t len)
+{
+    job->live -= len;
+    c->wbj.orphan_bytes += len;
+}
+
 void sc_wb_job_free(SCCache *c, SCWbJob *job)
 {
     uint32_t k;

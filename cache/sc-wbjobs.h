@@ -48,6 +48,9 @@ SCWbJob *sc_wb_job_covering(SCCache *c, uint64_t off);
 uint64_t sc_wb_boundary_after(SCCache *c, uint64_t off);
 /* Oldest obligation (since) of the jobs overlapping [start, end). */
 uint64_t sc_wb_min_since(SCCache *c, uint64_t start, uint64_t end);
+void sc_wb_job_add(SCCache *c, SCWbJob *job);
+void sc_wb_job_remove(SCCache *c, SCWbJob *job);
+void sc_wb_job_orphan(SCCache *c, SCWbJob *job, uint64_t len);
 void sc_wb_job_free(SCCache *c, SCWbJob *job);
 /* Tree orders, shared with the consistency checker. */
 int sc_job_start_cmp(const SCTreeNode *a, const SCTreeNode *b);

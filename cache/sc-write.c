@@ -88,8 +88,7 @@ static void write_over(SCCache *c, SCExtent *e, uint64_t epoch,
             return;             /* keeps since and age */
         }
         sc_ext_unindex(c, e);
-        e->wb->live -= len;
-        c->wbj.orphan_bytes += len;
+        sc_wb_job_orphan(c, e->wb, len);
         e->blocked_by = e->wb;
         e->wb = NULL;
         e->inherit = true;
@@ -278,20 +277,20 @@ static SCWriteResult write_absorb(SCCache *c, uint64_t offset, uint64_t len,
     sc_iov_iter_init(&it, iov, iovcnt, iov_offset);
     write_apply(c, offset, end, &it, now_ns);
     if (through) {
-        c->wb.pressure = false;
+        sc_wb_set_pressure(c, false);
         c->stats.write_through_requests++;
         res.status = SC_WRITE_THROUGH;
         res.wait = sc_ticket_new_range(c, offset, end, fua);
         return res;
     }
 absorbed:
-    c->wb.pressure = false;
+    sc_wb_set_pressure(c, false);
     res.delay_ns = pacing_delay(c, sc_dirty_total(c), len);
     c->stats.write_throttle_ns += res.delay_ns;
     return res;
 
 blocked:
-    c->wb.pressure = true;
+    sc_wb_set_pressure(c, true);
     c->stats.write_blocked_count++;
     res.status = SC_WRITE_BLOCKED;
     return res;

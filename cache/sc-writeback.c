@@ -107,6 +107,11 @@ static SCExtent *pick_for_tickets(SCCache *c)
     return NULL;
 }
 
+void sc_wb_set_pressure(SCCache *c, bool pressure)
+{
+    c->wb.pressure = pressure;
+}
+
 static bool under_pressure(SCCache *c)
 {
     uint64_t idle = sc_dirty_total(c) - c->wbj.inflight_bytes;
@@ -217,11 +222,7 @@ static SCWbJob *build_job(SCCache *c, SCExtent *seed)
     job->fua = sc_tickets_want_fua(c, job->start, job->end,
                                    job->min_since);
 
-    sc_tree_insert(&c->wbj.by_start, &job->range_node, sc_job_start_cmp);
-    sc_tree_insert(&c->wbj.by_since, &job->since_node, sc_job_since_cmp);
-    g_hash_table_insert(c->wbj.jobs, &job->id, job);
-    c->nodes[job->node].wb_inflight++;
-    c->wbj.inflight_bytes += job->end - job->start;
+    sc_wb_job_add(c, job);
     return job;
 }
 
@@ -311,12 +312,7 @@ void sc_writeback_done(SCCache *c, uint64_t job_id, int ret,
     len = end - start;
 
     bw_account(c, now_ns);
-    g_hash_table_remove(c->wbj.jobs, &job->id);
-    sc_tree_remove(&c->wbj.by_start, &job->range_node);
-    sc_tree_remove(&c->wbj.by_since, &job->since_node);
-    node->wb_inflight--;
-    c->wbj.inflight_bytes -= len;
-    c->wbj.orphan_bytes -= len - job->live;
+    sc_wb_job_remove(c, job);
 
     depends = settle_extents(c, job, ret);
     if (ret == 0) {

@@ -26,4 +26,10 @@ typedef struct SCWbSched {
     int last_error;
 } SCWbSched;
 
+/*
+ * Whether a writer waits for room (or cache-size shrank below what is
+ * dirty): the planner then writes back at once, not by age.
+ */
+void sc_wb_set_pressure(SCCache *c, bool pressure);
+
 #endif /* SC_WRITEBACK_H */
