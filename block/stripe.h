@@ -134,10 +134,15 @@
  * Locks, in the order they are taken:
  *   1. BDRVStripeState.resize_lock (CoMutex): resize and growth, held
  *      across their node IO;
- *   2. BDRVStripeState.health_lock (CoMutex): marking a node failed and
+ *   2. StripeBitmap.io_lock (CoMutex): writes of the on-node write-intent
+ *      bitmap, held across them (growth takes it under resize_lock, and
+ *      bringing a node back takes health_lock under it);
+ *   3. BDRVStripeState.health_lock (CoMutex): marking a node failed and
  *      every header rewrite, held across the header writes; taken from
  *      IO paths (a node request failed), so never held across data IO;
- *   3. StripeCache.lock (StripeCacheLock, a QemuMutex): the
+ *   4. StripeBitmap.lock (QemuMutex): the bitmap in memory; never held
+ *      across a yield, and nothing else is taken under it;
+ *   5. StripeCache.lock (StripeCacheLock, a QemuMutex): the
  *      cache.  Innermost: nothing else is taken while it is held, it is
  *      never held across a yield or a call into the block layer
  *      (qemu_co_queue_wait() drops it while it waits), and it covers the
@@ -149,11 +154,12 @@
  * StripeCache: every field under @lock, except @core's and @bs's
  * pointers and @lock and @progress themselves (set at creation), @done,
  * @done_nodes and @settle_scheduled (ended jobs: pushed without the lock,
- * emptied by stripe_cache_unlock()), and @timer, which is
- * created and freed in the main loop when no request is in flight
- * (attach/detach_aio_context, open, close); timer_mod() and timer_del()
- * are thread-safe.  Waiters on @progress are woken with
- * qemu_co_queue_restart_all(), which wakes each in its own AioContext.
+ * emptied by stripe_cache_unlock()), and @timer, which is created and
+ * freed in the main loop when no request is in flight
+ * (attach/detach_aio_context, open, close), where @timer_deadline is
+ * reset with it; timer_mod() and timer_del() are thread-safe.  Waiters
+ * on @progress are woken with qemu_co_queue_restart_all(), which wakes
+ * each in its own AioContext.
  */
 /*
  * The cache lock: a QemuMutex that clang's thread-safety analysis knows as
