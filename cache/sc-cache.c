@@ -57,6 +57,7 @@ SCCache *sc_cache_new(const SCOptions *opts, const SCGeometry *geo,
     c->segment = MIN(geo->stripe_unit, (uint64_t)SC_SEGMENT_MAX);
     sc_tree_init(&c->ext.map);
     sc_tree_init(&c->ext.dirty_by_since);
+    sc_tree_init(&c->ext.eligible);
     g_queue_init(&c->ext.lru);
     c->store.table = g_hash_table_new(g_int64_hash, g_int64_equal);
     c->store.pool = g_ptr_array_new();

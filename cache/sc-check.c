@@ -86,6 +86,10 @@ static bool check_extents(SCCache *c, CheckState *st, char **why)
             CHECK(e->since <= c->fl.epoch, "since from the future");
             CHECK(sc_ext_eligible(e) == sc_tree_linked(&e->elig_node),
                   "eligibility of %" PRIu64 " wrong", e->start);
+            CHECK(sc_tree_linked(&e->elig_node) ==
+                  sc_tree_linked(&e->elig_all_node),
+                  "extent at %" PRIu64 " in one eligible tree only",
+                  e->start);
             if (e->wb) {
                 CHECK(g_hash_table_lookup(c->wbj.jobs, &e->wb->id) == e->wb,
                       "extent points at a finished job");
@@ -160,6 +164,9 @@ static bool check_extents(SCCache *c, CheckState *st, char **why)
     }
     CHECK(nelig == elig_total, "eligible trees hold %" PRIu64 " not %"
           PRIu64, elig_total, nelig);
+    CHECK(c->ext.eligible.count == elig_total, "all nodes' eligible tree "
+          "holds %" PRIu64 " not %" PRIu64, (uint64_t)c->ext.eligible.count,
+          elig_total);
     return true;
 out:
     return false;

@@ -5,7 +5,7 @@
  * Every extent is in c->ext.map.  Depending on its state it is also in:
  *   CLEAN     c->ext.lru (and counted in clean_bytes)
  *   DIRTY     c->ext.dirty_by_since (dirty_bytes), and when eligible for
- *             writeback in its node's eligible tree
+ *             writeback in its node's eligible tree and c->ext.eligible
  *   FETCHING  counted in its job's @waiting
  * sc_ext_unindex() / sc_ext_index() move an extent out of and into those
  * indexes around a state change, so the counters can never drift.
@@ -55,6 +55,35 @@ int sc_ext_elig_cmp(const SCTreeNode *a, const SCTreeNode *b)
     return x->start < y->start ? -1 : x->start > y->start;
 }
 
+static int elig_all_cmp(const SCTreeNode *a, const SCTreeNode *b)
+{
+    const SCExtent *x = SC_CONTAINER_OF(a, SCExtent, elig_all_node);
+    const SCExtent *y = SC_CONTAINER_OF(b, SCExtent, elig_all_node);
+
+    return sc_ext_elig_cmp(&x->elig_node, &y->elig_node);
+}
+
+void sc_ext_elig_insert(SCCache *c, SCExtent *e)
+{
+    sc_tree_insert(&c->nodes[sc_node_of(c, e->start)].eligible,
+                   &e->elig_node, sc_ext_elig_cmp);
+    sc_tree_insert(&c->ext.eligible, &e->elig_all_node, elig_all_cmp);
+}
+
+void sc_ext_elig_remove(SCCache *c, SCExtent *e)
+{
+    sc_tree_remove(&c->nodes[sc_node_of(c, e->start)].eligible,
+                   &e->elig_node);
+    sc_tree_remove(&c->ext.eligible, &e->elig_all_node);
+}
+
+SCExtent *sc_ext_oldest_eligible(SCCache *c)
+{
+    SCTreeNode *t = sc_tree_first(&c->ext.eligible);
+
+    return t ? SC_CONTAINER_OF(t, SCExtent, elig_all_node) : NULL;
+}
+
 SCExtent *sc_ext_new(SCCache *c, uint64_t start, uint64_t end,
                      SCExtentState state)
 {
@@ -83,8 +112,7 @@ void sc_ext_index(SCCache *c, SCExtent *e)
         sc_tree_insert(&c->ext.dirty_by_since, &e->dirty_node,
                        sc_ext_dirty_cmp);
         if (sc_ext_eligible(e)) {
-            sc_tree_insert(&c->nodes[sc_node_of(c, e->start)].eligible,
-                           &e->elig_node, sc_ext_elig_cmp);
+            sc_ext_elig_insert(c, e);
         }
         c->ext.dirty_bytes += len;
         break;
@@ -108,8 +136,7 @@ void sc_ext_unindex(SCCache *c, SCExtent *e)
     case SC_EXT_DIRTY:
         sc_tree_remove(&c->ext.dirty_by_since, &e->dirty_node);
         if (sc_tree_linked(&e->elig_node)) {
-            sc_tree_remove(&c->nodes[sc_node_of(c, e->start)].eligible,
-                           &e->elig_node);
+            sc_ext_elig_remove(c, e);
         }
         c->ext.dirty_bytes -= len;
         break;
@@ -199,6 +226,7 @@ static SCExtent *ext_split(SCCache *c, SCExtent *e, uint64_t at)
     memset(&r->map_node, 0, sizeof(r->map_node));
     memset(&r->dirty_node, 0, sizeof(r->dirty_node));
     memset(&r->elig_node, 0, sizeof(r->elig_node));
+    memset(&r->elig_all_node, 0, sizeof(r->elig_all_node));
     r->lru_link.prev = NULL;
     r->lru_link.next = NULL;
     r->lru_link.data = r;
@@ -216,8 +244,7 @@ static SCExtent *ext_split(SCCache *c, SCExtent *e, uint64_t at)
         sc_tree_insert(&c->ext.dirty_by_since, &r->dirty_node,
                        sc_ext_dirty_cmp);
         if (sc_tree_linked(&e->elig_node)) {
-            sc_tree_insert(&c->nodes[sc_node_of(c, r->start)].eligible,
-                           &r->elig_node, sc_ext_elig_cmp);
+            sc_ext_elig_insert(c, r);
         }
         break;
     case SC_EXT_FETCHING:
@@ -273,10 +300,8 @@ static void ext_merge(SCCache *c, SCExtent *a, SCExtent *b)
     case SC_EXT_DIRTY:
         sc_tree_remove(&c->ext.dirty_by_since, &b->dirty_node);
         if (elig) {
-            sc_tree_remove(&c->nodes[sc_node_of(c, a->start)].eligible,
-                           &a->elig_node);
-            sc_tree_remove(&c->nodes[sc_node_of(c, b->start)].eligible,
-                           &b->elig_node);
+            sc_ext_elig_remove(c, a);
+            sc_ext_elig_remove(c, b);
         }
         a->dirtied_ns = MIN(a->dirtied_ns, b->dirtied_ns);
         break;
@@ -287,8 +312,7 @@ static void ext_merge(SCCache *c, SCExtent *a, SCExtent *b)
     c->ext.count--;
     a->end = b->end;
     if (a->state == SC_EXT_DIRTY && elig) {
-        sc_tree_insert(&c->nodes[sc_node_of(c, a->start)].eligible,
-                       &a->elig_node, sc_ext_elig_cmp);
+        sc_ext_elig_insert(c, a);
     }
     g_free(b);
 }

@@ -36,6 +36,7 @@ typedef struct SCExtent {
     SCTreeNode map_node;        /* c->map, by start */
     SCTreeNode dirty_node;      /* DIRTY: c->dirty_by_since */
     SCTreeNode elig_node;       /* DIRTY, eligible: node's eligible tree */
+    SCTreeNode elig_all_node;   /* ... and c->ext.eligible, all nodes' */
     GList lru_link;             /* CLEAN: c->lru (head = most recent) */
     uint64_t start;
     uint64_t end;
@@ -54,6 +55,11 @@ typedef struct SCExtent {
 typedef struct SCExtentMap {
     SCTree map;                 /* every extent, by start */
     SCTree dirty_by_since;      /* DIRTY extents, oldest data first */
+    /*
+     * every node's eligible extents in one tree, in the same order: the
+     * oldest eligible data of all, without a look at every node
+     */
+    SCTree eligible;
     GQueue lru;                 /* CLEAN extents, most recent first */
     uint64_t lru_clock;
     uint64_t count;
@@ -68,6 +74,11 @@ void sc_ext_insert(SCCache *c, SCExtent *e);
 void sc_ext_delete(SCCache *c, SCExtent *e, SCDropReason why);
 void sc_ext_index(SCCache *c, SCExtent *e);
 void sc_ext_unindex(SCCache *c, SCExtent *e);
+/* Into and out of its node's eligible tree and c->ext.eligible. */
+void sc_ext_elig_insert(SCCache *c, SCExtent *e);
+void sc_ext_elig_remove(SCCache *c, SCExtent *e);
+/* The oldest eligible extent of all nodes, or NULL. */
+SCExtent *sc_ext_oldest_eligible(SCCache *c);
 SCExtent *sc_ext_lookup(SCCache *c, uint64_t off);
 SCExtent *sc_ext_next(SCExtent *e);
 SCExtent *sc_ext_prev(SCExtent *e);

@@ -50,21 +50,37 @@ static int64_t age_deadline(SCCache *c, const SCExtent *e)
  * @background, nodes in error backoff are skipped and, unless @pressure,
  * so are nodes whose oldest data is younger than max-dirty-age.
  */
+static bool node_may_start(SCCache *c, uint32_t n, bool background,
+                           int64_t now_ns)
+{
+    return node_has_room(c, n) &&
+           !(background && c->nodes[n].backoff_until > now_ns);
+}
+
 static SCExtent *oldest_eligible(SCCache *c, bool background,
                                  bool pressure, int64_t now_ns)
 {
-    SCExtent *best = NULL;
+    SCExtent *best = NULL, *first = sc_ext_oldest_eligible(c);
     uint32_t n;
 
-    /* nothing dirty (the common case of a read): do not visit every node */
-    if (!c->ext.dirty_bytes) {
+    /*
+     * The oldest eligible data of all nodes (c->ext.eligible) settles the
+     * common cases without a look at every node: nothing eligible; not old
+     * enough for background writeback, so no node's is (a newer write is
+     * never older: since and dirtied_ns grow together); or its node can
+     * take a job, so it is the answer.
+     */
+    if (!first || (background && !pressure &&
+                   age_deadline(c, first) > now_ns)) {
         return NULL;
+    }
+    if (node_may_start(c, sc_node_of(c, first->start), background, now_ns)) {
+        return first;
     }
     for (n = 0; n < c->geo.node_count; n++) {
         SCExtent *e;
 
-        if (!node_has_room(c, n) ||
-            (background && c->nodes[n].backoff_until > now_ns)) {
+        if (!node_may_start(c, n, background, now_ns)) {
             continue;
         }
         e = node_oldest(c, n);
@@ -202,7 +218,7 @@ static SCWbJob *build_job(SCCache *c, SCExtent *seed)
     job->min_since = UINT64_MAX;
     job->min_dirtied_ns = INT64_MAX;
     for (x = first;; x = sc_ext_next(x)) {
-        sc_tree_remove(&c->nodes[job->node].eligible, &x->elig_node);
+        sc_ext_elig_remove(c, x);
         x->wb = job;
         job->min_since = MIN(job->min_since, x->since);
         job->min_dirtied_ns = MIN(job->min_dirtied_ns, x->dirtied_ns);
@@ -350,6 +366,7 @@ uint64_t sc_writeback_failures(SCCache *c, int *last_error)
 
 int64_t sc_next_deadline(SCCache *c, int64_t now_ns)
 {
+    SCExtent *first;
     bool pressure;
     int64_t best = INT64_MAX;
     uint32_t n;
@@ -362,7 +379,20 @@ int64_t sc_next_deadline(SCCache *c, int64_t now_ns)
     if (pick_for_tickets(c)) {
         return now_ns;
     }
-    for (n = 0; n < c->geo.node_count; n++) {
+    first = sc_ext_oldest_eligible(c);
+    if (!first) {
+        return INT64_MAX;       /* all in flight: job ends look again */
+    }
+    /*
+     * No node's oldest eligible data ages before the oldest of all: while
+     * that is in the future, it is the deadline without a look at every
+     * node (early, if its node cannot take a job then: the timer then
+     * looks at them all).
+     */
+    if (!pressure && age_deadline(c, first) > now_ns) {
+        return age_deadline(c, first);
+    }
+    for (n = 0; n < c->geo.node_count && best > now_ns; n++) {
         SCExtent *e = node_oldest(c, n);
         int64_t t;
 
