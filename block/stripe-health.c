@@ -48,6 +48,15 @@ stripe_co_node_request_counted(BlockDriverState *bs, uint32_t node,
     return ret;
 }
 
+/* Node @node is marked failed, for @why ("(the error)" or what it failed). */
+static void stripe_report_failed(BDRVStripeState *s, uint32_t node,
+                                 const char *why)
+{
+    error_report("stripe: node index %u (%s) failed %s; the disk goes on "
+                 "with the other copies of its data", node,
+                 stripe_node_name(s, node), why);
+}
+
 /*
  * Nodes that failed their header write while another was being marked:
  * @err is the first one's error.
@@ -60,9 +69,7 @@ static void stripe_report_header_failures(BDRVStripeState *s,
     error_report_err(err);
     for (i = 0; i < s->node_count; i++) {
         if ((unwritten >> i) & 1) {
-            error_report("stripe: node index %u (%s) failed writing its "
-                         "header; the disk goes on with the other copies "
-                         "of its data", i, stripe_node_name(s, i));
+            stripe_report_failed(s, i, "writing its header");
         }
     }
 }
@@ -97,14 +104,15 @@ stripe_co_mark_failed(BlockDriverState *bs, uint32_t node, int err)
         return 0;
     }
     if (!(s->failed & bit)) {
+        g_autofree char *why = NULL;
+
         if (stripe_geometry_lost_unit(&s->geo, s->failed | bit, NULL)) {
             trace_stripe_mark_failed_refused(bs, node, err);
             return err;
         }
         qatomic_set(&s->failed, s->failed | bit);
-        error_report("stripe: node index %u (%s) failed (%s); the disk goes "
-                     "on with the other copies of its data", node,
-                     stripe_node_name(s, node), strerror(-err));
+        why = g_strdup_printf("(%s)", strerror(-err));
+        stripe_report_failed(s, node, why);
     }
     for (;;) {
         uint64_t unwritten = 0;
