@@ -331,8 +331,12 @@ stripe_cache_co_preadv(BlockDriverState *bs, int64_t offset, int64_t bytes,
         for (i = 0; i < todo_len; i++) {
             GArray *pieces = c->read_pieces;
 
-            sc_read_pinned(c->core, todo[i].offset, todo[i].len, flags, now,
-                           &hits[i], pieces);
+            /* not while a staged write copies into the range */
+            while (!sc_read_pinned(c->core, todo[i].offset, todo[i].len,
+                                   flags, now, &hits[i], pieces)) {
+                stripe_cache_yield_for_staged(c);
+                now = stripe_cache_now();
+            }
             for (j = 0; j < pieces->len; j++) {
                 SCPiece *p = &g_array_index(pieces, SCPiece, j);
 

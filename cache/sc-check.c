@@ -234,6 +234,8 @@ static bool check_pages(SCCache *c, CheckState *st, char **why)
                   (p->index + 1) << c->page_shift <= e->end,
                   "staged page %" PRIu64 " not inside idle dirty data",
                   p->index);
+            CHECK(!g_atomic_int_get(&p->readers), "staged page %" PRIu64
+                  " is being read", p->index);
         }
     }
     for (i = 0; i < c->store.lingering->len; i++) {

@@ -7,7 +7,8 @@
  * once instead, under the caller's lock.)  A page with readers does not
  * change: a write or a fetch that must modify it copies it first
  * (sc_store_writable()), and a page dropped from the store meanwhile
- * lingers until its readers are gone (sc_pages_reap()).  So the caller
+ * lingers until its readers are gone (sc_pages_reap()); and a page being
+ * written by a staged write is not read (sc-staged.h).  So the caller
  * can copy the bytes with no lock held, and they are exactly the bytes
  * cached when the read looked, which is when the read takes effect.
  *

@@ -276,24 +276,45 @@ typedef struct SCGap {
     guint piece;        /* index in the piece list it goes before */
 } SCGap;
 
+/*
+ * A staged write copies into its pages with no lock held: a read of those
+ * bytes now would race with the copy (and could see half of it).  Reads
+ * and staged writes of a page exclude each other, as a reader-writer lock
+ * would: a page with readers is not staged (sc_staged_begin()), and a
+ * read of a staged page is refused until it is published, a matter of
+ * microseconds.
+ */
+static bool read_refused(SCCache *c, uint64_t offset, uint64_t len)
+{
+    return sc_staged_busy(c, offset, sc_range_end(offset, len), false);
+}
+
 GArray *sc_read(SCCache *c, uint64_t offset, uint64_t len,
                 const struct iovec *iov, int iovcnt, size_t iov_offset,
                 unsigned flags, int64_t now_ns)
 {
-    GArray *pieces = g_array_new(FALSE, TRUE, sizeof(SCPiece));
+    GArray *pieces;
     SCIovIter it;
 
+    if (read_refused(c, offset, len)) {
+        return NULL;
+    }
+    pieces = g_array_new(FALSE, TRUE, sizeof(SCPiece));
     sc_iov_iter_init(&it, iov, iovcnt, iov_offset);
     read_walk(c, offset, len, flags, now_ns, &it, NULL, pieces);
     return pieces;
 }
 
-void sc_read_pinned(SCCache *c, uint64_t offset, uint64_t len,
+bool sc_read_pinned(SCCache *c, uint64_t offset, uint64_t len,
                     unsigned flags, int64_t now_ns, SCHits *hits,
                     GArray *pieces)
 {
     sc_hits_init(hits);
+    if (read_refused(c, offset, len)) {
+        return false;
+    }
     read_walk(c, offset, len, flags, now_ns, NULL, hits, pieces);
+    return true;
 }
 
 /*

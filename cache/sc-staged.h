@@ -17,6 +17,11 @@
  *   data, and the planner does not build a job with it (it would send
  *   bytes half copied, then mark them clean).  So a staged write needs no
  *   page reference, and publishing takes no lock;
+ * - a page is never both staged and read (SCPage.readers): a page with
+ *   readers is not staged, and a read of a staged page is refused
+ *   (sc_read_pinned() returns false) and retries in a moment, as a
+ *   refused write does.  Otherwise the read would copy bytes the
+ *   publisher is writing;
  * - a refused planner sets @waiting, so that the publisher tells its
  *   caller to collect jobs and wake the waiters again (a flush may wait
  *   for that job); a write or write-around refused for a staged page

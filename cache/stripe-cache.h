@@ -208,8 +208,12 @@ typedef struct SCHits {
  * disk wait for, and the read takes the lock once.  The pieces go into
  * the caller's @pieces (a GArray of SCPiece, emptied first), which it may
  * reuse for every read: a read that is all hits then allocates nothing.
+ *
+ * Returns false, having done nothing (@hits is empty), while a staged
+ * write copies into a page of the range (sc_write_staged()): call again
+ * in a moment, as for a write refused with SCWriteResult.staged.
  */
-void sc_read_pinned(SCCache *c, uint64_t offset, uint64_t len,
+bool sc_read_pinned(SCCache *c, uint64_t offset, uint64_t len,
                     unsigned flags, int64_t now_ns, SCHits *hits,
                     GArray *pieces);
 
@@ -237,6 +241,9 @@ void sc_hits_done(SCHits *hits);
  *
  * Non-retry reads feed the readahead detector, which may queue prefetch jobs
  * (see sc_prefetch_next()).
+ *
+ * Returns NULL, having done nothing, while a staged write copies into a
+ * page of the range: see sc_read_pinned().
  */
 GArray *sc_read(SCCache *c, uint64_t offset, uint64_t len,
                 const struct iovec *iov, int iovcnt, size_t iov_offset,

@@ -147,8 +147,9 @@ static void test_rewrite_staged(void)
     sc_assert_cmpi(stage(f, 4 * KiB, 8 * KiB, 0x22, 0).status, ==,
                    SC_WRITE_DONE);
     sc_assert_cmpu(f->stage.n, ==, 2);      /* a copy per page */
-    /* nothing copied under the lock */
-    assert_cached(f, 4 * KiB, 8 * KiB, 0x11);
+    /* nothing copied under the lock (and reads wait for the copy) */
+    sc_assert_cmpu(sc_store_lookup(f->c, 1)->data[0], ==, 0x11);
+    sc_assert_cmpu(sc_store_lookup(f->c, 2)->data[4095], ==, 0x11);
     sc_assert(!publish(f, 0x22));
     assert_cached(f, 0, 4 * KiB, 0x11);
     assert_cached(f, 4 * KiB, 8 * KiB, 0x22);
@@ -292,27 +293,46 @@ static void test_others_wait(void)
     fix_free(f);
 }
 
-/* A read may pin a staged page: it sees old or new bytes, never a copy. */
+/*
+ * A read of a staged page waits until it is published: its copy would race
+ * with the publisher's.  A read of the page beside it goes on, and a read
+ * that pins a page keeps it from being staged.
+ */
 static void test_read_of_staged_page(void)
 {
     Fix *f = fix_new();
-    uint8_t buf[4096];
+    uint8_t buf[8192];
     struct iovec iov = { buf, sizeof(buf) };
     SCHits hits;
-    GArray *p;
+    GArray *p = g_array_new(FALSE, TRUE, sizeof(SCPiece));
 
     write_now(f, 0, 8 * KiB, 0x11);
     stage(f, 0, 4 * KiB, 0x22, 0);
-    p = g_array_new(FALSE, TRUE, sizeof(SCPiece));
-    sc_read_pinned(f->c, 0, 4 * KiB, 0, 0, &hits, p);
-    g_array_unref(p);
+    /* refused, with nothing pinned and no piece */
+    sc_assert(!sc_read_pinned(f->c, 0, 8 * KiB, 0, 0, &hits, p));
+    sc_assert_cmpu(hits.n, ==, 0);
+    sc_assert(!sc_read_pinned(f->c, 4095, 2, 0, 0, &hits, p));
+    sc_assert(sc_read(f->c, 512, 512, &iov, 1, 0, 0, 0) == NULL);
     check(f);
+    /* the next page is not staged: its read goes on */
+    sc_assert(sc_read_pinned(f->c, 4 * KiB, 4 * KiB, 0, 0, &hits, p));
+    sc_assert_cmpu(p->len, ==, 1);
+    sc_hits_copy(&hits, &iov, 1, 0);
+    sc_assert_cmpu(buf[0], ==, 0x11);
+    sc_hits_done(&hits);
+    /* nobody to wake: the refused read retries by itself */
     sc_assert(!publish(f, 0x22));
-    /* the read overlapped the write: either is right; here, the new */
+    sc_assert(sc_read_pinned(f->c, 0, 8 * KiB, 0, 0, &hits, p));
+    check(f);
+    /* the pinned page is read: a rewrite of it is not staged */
+    sc_assert(stage(f, 0, 4 * KiB, 0x33, 0).status == SC_WRITE_DONE);
+    sc_assert(sc_stage_empty(&f->stage));
     sc_hits_copy(&hits, &iov, 1, 0);
     sc_assert_cmpu(buf[0], ==, 0x22);
+    sc_assert_cmpu(buf[4096], ==, 0x11);
     sc_hits_done(&hits);
-    check(f);
+    g_array_unref(p);
+    assert_cached(f, 0, 4 * KiB, 0x33);
     fix_free(f);
 }
 
