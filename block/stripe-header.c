@@ -304,12 +304,10 @@ stripe_co_write_header(BdrvChild *child, const StripeHeader *h, Error **errp)
 /*
  * Write the header of every live node: the current generation, the
  * failed nodes and the size in the headers.  A failed node keeps its
- * older header, which says that it is out of date.  Called with
+ * older header, which says that it is out of date.  Every live node is
+ * tried; those that failed are added to @unwritten, and the first error
+ * is the one returned (see stripe_co_commit_generation()).  Called with
  * @health_lock held.
- *
- * Without @unwritten the first node that fails its header write ends it;
- * with it, every live node is tried, those that failed are returned in
- * it, and the first error is the one returned.
  */
 int coroutine_fn GRAPH_RDLOCK
 stripe_co_write_live_headers(BlockDriverState *bs, uint64_t *unwritten,
@@ -327,9 +325,6 @@ stripe_co_write_live_headers(BlockDriverState *bs, uint64_t *unwritten,
         stripe_header_for_node(s, i, &h);
         ret = stripe_co_write_header(s->nodes[i], &h,
                                      first < 0 ? NULL : errp);
-        if (ret < 0 && !unwritten) {
-            return ret;
-        }
         if (ret < 0) {
             *unwritten |= UINT64_C(1) << i;
             first = first ?: ret;
@@ -355,7 +350,7 @@ stripe_co_write_all_headers(BlockDriverState *bs, uint64_t size,
     QEMU_LOCK_GUARD(&s->health_lock);
     s->generation++;
     s->header_virtual_size = size;
-    return stripe_co_write_live_headers(bs, NULL, errp);
+    return stripe_co_commit_generation(bs, errp);
 }
 
 /*

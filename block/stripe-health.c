@@ -75,6 +75,46 @@ static void stripe_report_header_failures(BDRVStripeState *s,
 }
 
 /*
+ * Write the generation, just bumped by the caller, to the headers of the
+ * live nodes, which list the failed ones.  A live node that fails its
+ * header write is marked failed as well (its header is now older than
+ * the others', whatever it holds), as long as every unit keeps a live
+ * copy without it, and the next generation is written listing it.
+ * Returns 0 once the headers hold @failed, or the first header write's
+ * error in @errp when marking would lose some unit's last copy.  Every
+ * change of the failed set and every resize goes through here, so that a
+ * node whose header cannot be written never fails the operation while the
+ * others could carry on.  Called with @health_lock held.
+ */
+int coroutine_fn GRAPH_RDLOCK
+stripe_co_commit_generation(BlockDriverState *bs, Error **errp)
+{
+    BDRVStripeState *s = bs->opaque;
+    Error *local_err = NULL;
+    int ret;
+
+    for (;;) {
+        uint64_t unwritten = 0;
+
+        ret = stripe_co_write_live_headers(bs, &unwritten, &local_err);
+        if (ret >= 0) {
+            break;
+        }
+        if (stripe_geometry_lost_unit(&s->geo, s->failed | unwritten,
+                                      NULL)) {
+            error_propagate(errp, local_err);
+            return ret;
+        }
+        stripe_report_header_failures(s, unwritten, local_err);
+        local_err = NULL;
+        qatomic_set(&s->failed, s->failed | unwritten);
+        s->generation++;
+    }
+    qatomic_set(&s->failed_durable, s->failed);
+    return 0;
+}
+
+/*
  * Node @node failed a request with @err (or was given up on: -ETIMEDOUT).
  * Returns 0 once it is marked failed in the live nodes' headers, so that
  * the request may go on without it; @err when it cannot be marked (one
@@ -114,31 +154,13 @@ stripe_co_mark_failed(BlockDriverState *bs, uint32_t node, int err)
         why = g_strdup_printf("(%s)", strerror(-err));
         stripe_report_failed(s, node, why);
     }
-    for (;;) {
-        uint64_t unwritten = 0;
-
-        s->generation++;
-        trace_stripe_mark_failed(bs, node, err, s->generation);
-        ret = stripe_co_write_live_headers(bs, &unwritten, &local_err);
-        if (ret >= 0) {
-            break;
-        }
-        /*
-         * A live node failed its header write: it failed too, as long as
-         * every unit keeps a live copy without it.  The next generation
-         * lists it, and its header is the older one whatever it holds.
-         */
-        if (stripe_geometry_lost_unit(&s->geo, s->failed | unwritten,
-                                      NULL)) {
-            error_report_err(local_err);
-            return ret;
-        }
-        stripe_report_header_failures(s, unwritten, local_err);
-        local_err = NULL;
-        qatomic_set(&s->failed, s->failed | unwritten);
+    s->generation++;
+    trace_stripe_mark_failed(bs, node, err, s->generation);
+    ret = stripe_co_commit_generation(bs, &local_err);
+    if (ret < 0) {
+        error_report_err(local_err);
     }
-    qatomic_set(&s->failed_durable, s->failed);
-    return 0;
+    return ret;
 }
 
 /*
@@ -168,5 +190,5 @@ stripe_co_mark_live(BlockDriverState *bs, uint32_t node, Error **errp)
         return ret;
     }
     s->stale[node] = false;
-    return stripe_co_write_live_headers(bs, NULL, errp);
+    return stripe_co_commit_generation(bs, errp);
 }

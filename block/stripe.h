@@ -508,6 +508,8 @@ static inline uint64_t stripe_failed_reachable(BDRVStripeState *s)
 int coroutine_fn GRAPH_RDLOCK
 stripe_co_mark_failed(BlockDriverState *bs, uint32_t node, int err);
 int coroutine_fn GRAPH_RDLOCK
+stripe_co_commit_generation(BlockDriverState *bs, Error **errp);
+int coroutine_fn GRAPH_RDLOCK
 stripe_co_mark_live(BlockDriverState *bs, uint32_t node, Error **errp);
 int coroutine_fn GRAPH_RDLOCK
 stripe_co_node_request_counted(BlockDriverState *bs, uint32_t node,
