@@ -73,9 +73,11 @@ class Pool:
         return 'stripe:' + '|'.join(self.urls) + \
             ('|' if len(self.urls) == 1 else '')
 
-    def create_stripe(self, size, unit, copies=1):
-        run([QEMU_IMG, 'create', '-f', 'stripe', '-o',
-             'stripe-unit=%d,force=on,copies=%d' % (unit, copies),
+    def create_stripe(self, size, unit, copies=1, bitmap_region=None):
+        opts = 'stripe-unit=%d,force=on,copies=%d' % (unit, copies)
+        if bitmap_region is not None:
+            opts += ',bitmap-region=%d' % bitmap_region
+        run([QEMU_IMG, 'create', '-f', 'stripe', '-o', opts,
              self.filename(), str(size)])
 
     def harness(self, op, node):
