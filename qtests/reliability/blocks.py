@@ -22,6 +22,7 @@ completed.  From that it derives what a block may hold:
 
 import os
 import struct
+import time
 import zlib
 
 SECTOR = 512
@@ -30,6 +31,9 @@ SECTORS_PER_BLOCK = BLOCK // SECTOR
 MAGIC = b'QSRELIA\x01'
 ZERO = 0            # version id of a never-written (all-zero) sector
 CORRUPT = -1        # not a sector of ours, bad checksum or wrong place
+CORRUPT_WHY = 'garbage, torn or misplaced data'  # check() on CORRUPT
+LIVE_REREADS = 3    # check_live() reads a torn sector again this often
+LIVE_PAUSE = 0.05   # seconds between those reads
 _HDR = struct.Struct('<8sQQ')       # magic, sector number, write id
 _CRC_AT = _HDR.size                 # 24: CRC-32 of the rest of the sector
 _PAYLOAD_AT = _CRC_AT + 4
@@ -165,7 +169,7 @@ class Model:
                 if v in allowed:
                     continue
                 if v == CORRUPT:
-                    why = 'garbage, torn or misplaced data'
+                    why = CORRUPT_WHY
                 elif v in h:
                     why = 'write %d, older than write %d (%s)' % (
                         v, h[floors[b]], self._describe(h[floors[b]]))
@@ -176,6 +180,22 @@ class Model:
                     return problems
                 break       # one problem per block is enough
         return problems
+
+    def check_live(self, read, first_block=0, note=None):
+        """check() of what @read() returns while writes go on: the LUN files
+        read while tgtd writes them.  On tmpfs a read of a sector being
+        written can see it half written, so a torn sector is read again a
+        moment later, and counts only if it is still torn: a write in
+        flight ends within milliseconds, a torn sector on a node stays.
+        @note(message) is told of every read again."""
+        for attempt in range(LIVE_REREADS + 1):
+            found = self.check(read(), first_block)
+            if attempt == LIVE_REREADS or \
+                    not any(CORRUPT_WHY in p for p in found):
+                return found
+            if note:
+                note('%s; reading again' % found[0])
+            time.sleep(LIVE_PAUSE)
 
     def _describe(self, wid):
         w = self.writes.get(wid)
