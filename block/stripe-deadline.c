@@ -6,17 +6,21 @@
  * copies can serve.  Node drivers do not always give up by themselves:
  * QEMU's iscsi driver resends a request after every reconnect, and when
  * the target is gone it reconnects forever (libiscsi's own timeout does
- * not cover requests waiting for a reconnect).  So the request runs in a
- * coroutine of its own, on a buffer of its own, and its caller waits for
- * it at most node-timeout.  Then it gives up (-ETIMEDOUT, and the node is
- * marked failed); the request goes on alone until the node answers, with
- * its buffer (the caller's may be reused at once) and its share of the
- * graph lock (its BdrvChild must stay), and counts as outstanding on its
- * node.  Its late result is dropped: the node is failed by then and is
- * neither read nor written until it is resynced.
+ * not cover requests waiting for a reconnect).  So every node request
+ * runs in a coroutine of its own, on a buffer of its own, and its caller
+ * waits for it at most node-timeout.  Then it gives up (-ETIMEDOUT, and
+ * the node is marked failed); the request goes on alone until the node
+ * answers, with its buffer (the caller's may be reused at once) and its
+ * share of the graph lock (its BdrvChild must stay), and counts as
+ * outstanding on its node.  Its late result is dropped: the node is
+ * failed by then and is neither read nor written until it is resynced.
  *
- * The copy to and from the own buffer is the price of giving up safely;
- * node-timeout=0 avoids it and waits for the node forever.
+ * The copies of one write are one group: one buffer holds their data,
+ * and one timer bounds them all, so that a second copy costs little
+ * more than its own node request (bench/replica-bench --only quorum
+ * compares it with QEMU's quorum driver).  The copy to and from the own
+ * buffer is the price of giving up safely; node-timeout=0 avoids it and
+ * waits for the nodes forever.
  */
 
 #include "qemu/osdep.h"
@@ -26,109 +30,194 @@
 #include "block/graph-lock.h"
 #include "qemu/coroutine.h"
 #include "qemu/iov.h"
-#include "qemu/memalign.h"
 #include "stripe.h"
 #include "trace.h"
 
-typedef struct StripeDeadlineReq {
-    BlockDriverState *bs;
+typedef struct StripeNodeGroup StripeNodeGroup;
+
+/* One node request of a group. */
+typedef struct StripeGroupMember {
+    StripeNodeGroup *group;
     uint32_t node;
-    StripeOp op;
     int64_t node_offset;
-    int64_t bytes;
-    BdrvRequestFlags flags;
-    QEMUIOVector qiov;          /* over @buf */
-    void *buf;
-    QemuCoSleep sleep;          /* the caller, waiting */
     int ret;
     bool done;
-    bool given_up;
-} StripeDeadlineReq;
+} StripeGroupMember;
 
-static void stripe_deadline_req_free(StripeDeadlineReq *r)
+/*
+ * The node requests of one caller: the same operation, length and data
+ * on several nodes.  Only the caller's thread touches it: node drivers
+ * wake the members' coroutines there.
+ */
+struct StripeNodeGroup {
+    BlockDriverState *bs;
+    StripeOp op;
+    int64_t bytes;
+    BdrvRequestFlags flags;
+    QEMUIOVector *qiov;         /* the caller's, or @own over @buf */
+    size_t qiov_offset;
+    QEMUIOVector own;
+    void *buf;                  /* node-timeout: the data's copy, after it */
+    QemuCoSleep sleep;          /* the caller, waiting */
+    uint32_t pending;           /* members still running */
+    bool given_up;
+    uint32_t count;
+    StripeGroupMember members[];
+};
+
+/*
+ * Takes the graph lock itself: once given up on, a member outlives the
+ * caller's hold.  The last member of a group given up on frees it.
+ */
+static void coroutine_fn stripe_group_member_entry(void *opaque)
 {
-    qemu_vfree(r->buf);
-    g_free(r);
+    StripeGroupMember *m = opaque;
+    StripeNodeGroup *g = m->group;
+    BDRVStripeState *s = g->bs->opaque;
+
+    bdrv_graph_co_rdlock();
+    m->ret = stripe_co_node_request_counted(g->bs, m->node, g->op,
+                                            m->node_offset, g->bytes,
+                                            g->qiov, g->qiov_offset,
+                                            g->flags);
+    bdrv_graph_co_rdunlock();
+    m->done = true;
+    g->pending--;
+    if (!g->given_up) {
+        if (!g->pending) {
+            qemu_co_sleep_wake(&g->sleep);
+        }
+        return;
+    }
+    trace_stripe_node_late_answer(g->bs, m->node, g->op, m->ret);
+    /* the group's last access to @s: stripe_wait_outstanding() */
+    qatomic_dec(&s->health[m->node].outstanding);
+    aio_wait_kick();
+    if (!g->pending) {
+        g_free(g);
+    }
 }
 
 /*
- * Runs in the caller's thread, which a node driver wakes it in.  Takes the
- * graph lock itself: once given up on, it outlives the caller's hold.
+ * A group for @count requests; with @own_buffer (node-timeout, a read or
+ * a write), followed by a buffer for their data aligned for each node:
+ * one allocation per group, a fraction of a small write's cost.
  */
-static void coroutine_fn stripe_deadline_entry(void *opaque)
+static StripeNodeGroup *stripe_node_group_new(BDRVStripeState *s,
+                                              uint32_t count,
+                                              const uint32_t *nodes,
+                                              const int64_t *node_offsets,
+                                              int64_t bytes, bool own_buffer)
 {
-    StripeDeadlineReq *r = opaque;
-    BDRVStripeState *s = r->bs->opaque;
-    StripeNodeHealth *h = &s->health[r->node];
+    size_t size = sizeof(StripeNodeGroup) + count * sizeof(StripeGroupMember);
+    size_t align = 1;
+    StripeNodeGroup *g;
+    uint32_t i;
 
-    bdrv_graph_co_rdlock();
-    r->ret = stripe_co_node_request_counted(r->bs, r->node, r->op,
-                                            r->node_offset, r->bytes,
-                                            &r->qiov, 0, r->flags);
-    bdrv_graph_co_rdunlock();
-    r->done = true;
-    if (!r->given_up) {
-        qemu_co_sleep_wake(&r->sleep);
-        return;
+    for (i = 0; own_buffer && i < count; i++) {
+        align = MAX(align, bdrv_opt_mem_align(s->nodes[nodes[i]]->bs));
     }
-    trace_stripe_node_late_answer(r->bs, r->node, r->op, r->ret);
-    /* the last access to @s: stripe_wait_outstanding() frees it after */
-    qatomic_dec(&h->outstanding);
-    aio_wait_kick();
-    stripe_deadline_req_free(r);
+    g = g_try_malloc(size + (own_buffer ? bytes + align - 1 : 0));
+    if (!g) {
+        return NULL;
+    }
+    memset(g, 0, size);
+    g->count = count;
+    for (i = 0; i < count; i++) {
+        g->members[i].group = g;
+        g->members[i].node = nodes[i];
+        g->members[i].node_offset = node_offsets[i];
+    }
+    if (own_buffer) {
+        g->buf = QEMU_ALIGN_PTR_UP((char *)g + size, align);
+    }
+    return g;
 }
 
-int coroutine_fn GRAPH_RDLOCK
-stripe_co_node_request_deadline(BlockDriverState *bs, uint32_t node,
-                                StripeOp op, int64_t node_offset,
-                                int64_t bytes, QEMUIOVector *qiov,
-                                size_t qiov_offset, BdrvRequestFlags flags,
-                                int64_t timeout_ns)
+/*
+ * @op on @count nodes of a replicated image at once (a read on one only):
+ * on @nodes[i] at @node_offsets[i], all with the same length, flags and
+ * data.  Counted, and given up on after node-timeout when that is set;
+ * each request's result is in @rets[i].
+ */
+void coroutine_fn GRAPH_RDLOCK
+stripe_co_node_requests_timed(BlockDriverState *bs, uint32_t count,
+                              const uint32_t *nodes,
+                              const int64_t *node_offsets, StripeOp op,
+                              int64_t bytes, QEMUIOVector *qiov,
+                              size_t qiov_offset, BdrvRequestFlags flags,
+                              int *rets)
 {
     BDRVStripeState *s = bs->opaque;
-    StripeDeadlineReq *r = g_new0(StripeDeadlineReq, 1);
-    Coroutine *co;
-    int ret;
+    int64_t timeout_ns = qatomic_read(&s->node_timeout_ns);
+    StripeNodeGroup *g;
+    uint32_t i;
 
-    *r = (StripeDeadlineReq) {
-        .bs = bs,
-        .node = node,
-        .op = op,
-        .node_offset = node_offset,
-        .bytes = bytes,
-        .flags = flags,
-    };
-    if (op == STRIPE_OP_READ || op == STRIPE_OP_WRITE) {
-        r->buf = qemu_try_blockalign(s->nodes[node]->bs, bytes);
-        if (!r->buf) {
-            g_free(r);
-            return -ENOMEM;
+    assert(count && (op != STRIPE_OP_READ || count == 1));
+    if (count == 1 && !timeout_ns) {
+        rets[0] = stripe_co_node_request_counted(bs, nodes[0], op,
+                                                 node_offsets[0], bytes,
+                                                 qiov, qiov_offset, flags);
+        return;
+    }
+
+    g = stripe_node_group_new(s, count, nodes, node_offsets, bytes,
+                              timeout_ns && (op == STRIPE_OP_READ ||
+                                             op == STRIPE_OP_WRITE));
+    if (!g) {
+        for (i = 0; i < count; i++) {
+            rets[i] = -ENOMEM;
         }
-        qemu_iovec_init_buf(&r->qiov, r->buf, bytes);
+        return;
+    }
+    g->bs = bs;
+    g->op = op;
+    g->bytes = bytes;
+    g->flags = flags;
+    g->qiov = qiov;
+    g->qiov_offset = qiov_offset;
+    if (g->buf) {
+        qemu_iovec_init_buf(&g->own, g->buf, bytes);
         if (op == STRIPE_OP_WRITE) {
-            qemu_iovec_to_buf(qiov, qiov_offset, r->buf, bytes);
+            qemu_iovec_to_buf(qiov, qiov_offset, g->buf, bytes);
         }
+        g->qiov = &g->own;
+        g->qiov_offset = 0;
     }
 
-    co = qemu_coroutine_create(stripe_deadline_entry, r);
-    qemu_coroutine_enter(co);
-    if (!r->done) {
-        qemu_co_sleep_ns_wakeable(&r->sleep, QEMU_CLOCK_REALTIME,
+    /* set before any member can end: one may end before it yields */
+    g->pending = count;
+    for (i = 0; i < count; i++) {
+        qemu_coroutine_enter(qemu_coroutine_create(stripe_group_member_entry,
+                                                   &g->members[i]));
+    }
+    if (g->pending && timeout_ns) {
+        qemu_co_sleep_ns_wakeable(&g->sleep, QEMU_CLOCK_REALTIME,
                                   timeout_ns);
+    } else if (g->pending) {
+        qemu_co_sleep(&g->sleep);
     }
-    if (!r->done) {
-        r->given_up = true;
-        qatomic_inc(&s->health[node].timeouts);
-        qatomic_inc(&s->health[node].outstanding);
-        trace_stripe_node_timeout(bs, node, op, node_offset, bytes);
-        return -ETIMEDOUT;
+
+    for (i = 0; i < count; i++) {
+        StripeGroupMember *m = &g->members[i];
+
+        if (m->done) {
+            rets[i] = m->ret;
+            continue;
+        }
+        qatomic_inc(&s->health[m->node].timeouts);
+        qatomic_inc(&s->health[m->node].outstanding);
+        trace_stripe_node_timeout(bs, m->node, op, m->node_offset, bytes);
+        rets[i] = -ETIMEDOUT;
     }
-    ret = r->ret;
-    if (op == STRIPE_OP_READ && ret >= 0) {
-        qemu_iovec_from_buf(qiov, qiov_offset, r->buf, bytes);
+    if (g->pending) {
+        g->given_up = true;     /* its last member frees it */
+        return;
     }
-    stripe_deadline_req_free(r);
-    return ret;
+    if (op == STRIPE_OP_READ && g->buf && rets[0] >= 0) {
+        qemu_iovec_from_buf(qiov, qiov_offset, g->buf, bytes);
+    }
+    g_free(g);
 }
 
 /*
@@ -141,16 +230,11 @@ stripe_co_node_request_timed(BlockDriverState *bs, uint32_t node,
                              QEMUIOVector *qiov, size_t qiov_offset,
                              BdrvRequestFlags flags)
 {
-    BDRVStripeState *s = bs->opaque;
-    int64_t timeout_ns = qatomic_read(&s->node_timeout_ns);
+    int ret;
 
-    if (timeout_ns) {
-        return stripe_co_node_request_deadline(bs, node, op, node_offset,
-                                               bytes, qiov, qiov_offset,
-                                               flags, timeout_ns);
-    }
-    return stripe_co_node_request_counted(bs, node, op, node_offset, bytes,
-                                          qiov, qiov_offset, flags);
+    stripe_co_node_requests_timed(bs, 1, &node, &node_offset, op, bytes,
+                                  qiov, qiov_offset, flags, &ret);
+    return ret;
 }
 
 /*

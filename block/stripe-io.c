@@ -84,23 +84,18 @@ stripe_node_request(BdrvChild *child, StripeOp op, int64_t node_offset,
 }
 
 /*
- * A node request of a replicated image: given up on after node-timeout,
- * and a failure marks the node failed.  A write or zeroing returns 0 once
- * the node is marked, and goes on without it; a read returns the node's
+ * What a node request of a replicated image that returned @ret means: a
+ * failure marks the node failed.  A write or zeroing returns 0 once the
+ * node is marked, and goes on without it; a read returns the node's
  * error and must be served again by another copy: it learns of the node
  * in @failed_nodes.
  */
 static int coroutine_fn GRAPH_RDLOCK
-stripe_co_replica_request(BlockDriverState *bs, uint32_t node, StripeOp op,
-                          int64_t node_offset, int64_t bytes,
-                          QEMUIOVector *qiov, size_t qiov_offset,
-                          BdrvRequestFlags flags, StripeRwOut *out)
+stripe_co_replica_result(BlockDriverState *bs, uint32_t node, StripeOp op,
+                         int64_t bytes, int ret, StripeRwOut *out)
 {
     BDRVStripeState *s = bs->opaque;
-    int ret;
 
-    ret = stripe_co_node_request_timed(bs, node, op, node_offset, bytes,
-                                       qiov, qiov_offset, flags);
     if (ret >= 0 || ret == -ENOMEM) {
         if (out && ret >= 0) {
             qatomic_add(&out->bytes, bytes);
@@ -120,6 +115,35 @@ stripe_co_replica_request(BlockDriverState *bs, uint32_t node, StripeOp op,
 }
 
 /*
+ * The node requests of one piece of a replicated image, on @count of its
+ * copies at once (a read on one), or of a flush or header write on its
+ * nodes, each given up on after node-timeout (stripe-deadline.c); returns
+ * the first error.
+ */
+static int coroutine_fn GRAPH_RDLOCK
+stripe_co_replica_requests(BlockDriverState *bs, uint32_t count,
+                           const uint32_t *nodes, const int64_t *node_offsets,
+                           StripeOp op, int64_t bytes, QEMUIOVector *qiov,
+                           size_t qiov_offset, BdrvRequestFlags flags,
+                           StripeRwOut *out)
+{
+    int rets[STRIPE_MAX_NODES];
+    int ret = 0, err;
+    uint32_t i;
+
+    assert(count <= STRIPE_MAX_NODES);
+    stripe_co_node_requests_timed(bs, count, nodes, node_offsets, op, bytes,
+                                  qiov, qiov_offset, flags, rets);
+    for (i = 0; i < count; i++) {
+        err = stripe_co_replica_result(bs, nodes[i], op, bytes, rets[i], out);
+        if (err < 0 && ret == 0) {
+            ret = err;
+        }
+    }
+    return ret;
+}
+
+/*
  * This function can count as GRAPH_RDLOCK because stripe_co_rw() holds the
  * graph lock and keeps it until all tasks of its pool have finished.
  */
@@ -133,9 +157,9 @@ static int coroutine_fn GRAPH_RDLOCK stripe_task_entry(AioTask *task)
     trace_stripe_node_request(t->bs, t->op, child->bs->node_name,
                               t->node_offset, t->bytes);
     if (s->geo.copies > 1) {
-        ret = stripe_co_replica_request(t->bs, t->node, t->op,
-                                        t->node_offset, t->bytes, &t->qiov,
-                                        0, t->flags, t->out);
+        ret = stripe_co_replica_requests(t->bs, 1, &t->node,
+                                         &t->node_offset, t->op, t->bytes,
+                                         &t->qiov, 0, t->flags, t->out);
     } else {
         ret = stripe_node_request(child, t->op, t->node_offset, t->bytes,
                                   &t->qiov, 0, t->flags);
@@ -246,26 +270,33 @@ stripe_co_rw_pieces(BlockDriverState *bs, StripeOp op, uint64_t avoid,
     uint32_t node, i;
     int ret = 0;
 
-    /* Fast paths: one node request, no splitting and no task pool. */
+    /*
+     * Fast paths: a piece within one unit, no splitting and no task pool;
+     * its copies go out at once, as one group (stripe-deadline.c).
+     */
     in_unit = stripe_map(&s->geo, offset, &node, &node_offset);
     if (bytes <= in_unit && bytes <= max_req) {
-        uint32_t copy;
+        uint32_t copies[STRIPE_MAX_COPIES], nodes[STRIPE_MAX_COPIES], n;
+        int64_t node_offsets[STRIPE_MAX_COPIES];
 
         if (ncopies == 1) {
             return stripe_node_request(s->nodes[node], op, node_offset,
                                        bytes, qiov, qiov_offset, flags);
         }
-        if (pick == STRIPE_PICK_FIRST || pick == STRIPE_PICK_IDLEST) {
-            if (!stripe_pick_copies(s, offset, avoid, pick, &copy)) {
-                return -EIO;
-            }
-            stripe_map_copy(&s->geo, offset, copy, &node, &node_offset);
+        n = stripe_pick_copies(s, offset, avoid, pick, copies);
+        if (!n) {
+            return stripe_pick_skips_source(pick) ? 0 : -EIO;
+        }
+        for (i = 0; i < n; i++) {
+            stripe_map_copy(&s->geo, offset, copies[i], &node, &node_offset);
+            nodes[i] = node;
+            node_offsets[i] = node_offset;
             trace_stripe_node_request(bs, op, s->nodes[node]->bs->node_name,
                                       node_offset, bytes);
-            return stripe_co_replica_request(bs, node, op, node_offset,
-                                             bytes, qiov, qiov_offset, flags,
-                                             out);
         }
+        return stripe_co_replica_requests(bs, n, nodes, node_offsets, op,
+                                          bytes, qiov, qiov_offset, flags,
+                                          out);
     }
 
     /* a chunk per node and copy: chunks[node * ncopies + copy] */
@@ -548,27 +579,19 @@ stripe_co_write_other_copies(BlockDriverState *bs, int64_t offset,
 }
 
 /*
- * Run @op at the same node offset of every node, all at once; returns
- * the first error.  A replicated image uses its live nodes and those
- * being resynced (they take writes, so they take flushes too): a node
- * that fails is marked failed, and the request succeeds without it.
- * @qiov is used for writes only, and is the same for every node.
+ * stripe_co_each_node() on a single-copy image: a task per node but
+ * those in @skipped.
  */
-int coroutine_fn GRAPH_RDLOCK
-stripe_co_each_node(BlockDriverState *bs, StripeOp op, int64_t node_offset,
-                    int64_t bytes, QEMUIOVector *qiov,
-                    BdrvRequestFlags flags)
+static int coroutine_fn GRAPH_RDLOCK
+stripe_co_each_node_pool(BlockDriverState *bs, uint64_t skipped, StripeOp op,
+                         int64_t node_offset, int64_t bytes,
+                         QEMUIOVector *qiov, BdrvRequestFlags flags)
 {
     BDRVStripeState *s = bs->opaque;
-    uint64_t skipped = stripe_write_skipped_nodes(s);
     AioTaskPool *pool;
     uint32_t i;
     int ret;
 
-    if (s->node_count == 1) {
-        return stripe_node_request(s->nodes[0], op, node_offset, bytes, qiov,
-                                   0, flags);
-    }
     pool = aio_task_pool_new(s->node_count);
     for (i = 0; i < s->node_count; i++) {
         StripeTask *t;
@@ -596,6 +619,47 @@ stripe_co_each_node(BlockDriverState *bs, StripeOp op, int64_t node_offset,
     aio_task_pool_wait_all(pool);
     ret = aio_task_pool_status(pool);
     aio_task_pool_free(pool);
+    return ret;
+}
+
+/*
+ * Run @op at the same node offset of every node, all at once; returns
+ * the first error.  A replicated image uses its live nodes and those
+ * being resynced (they take writes, so they take flushes too): a node
+ * that fails is marked failed, and the request succeeds without it.
+ * @qiov is used for writes only, and is the same for every node.
+ */
+int coroutine_fn GRAPH_RDLOCK
+stripe_co_each_node(BlockDriverState *bs, StripeOp op, int64_t node_offset,
+                    int64_t bytes, QEMUIOVector *qiov,
+                    BdrvRequestFlags flags)
+{
+    BDRVStripeState *s = bs->opaque;
+    uint64_t skipped = stripe_write_skipped_nodes(s);
+    uint32_t i;
+    int ret;
+
+    if (s->node_count == 1) {
+        return stripe_node_request(s->nodes[0], op, node_offset, bytes, qiov,
+                                   0, flags);
+    }
+    if (s->geo.copies > 1) {
+        uint32_t nodes[STRIPE_MAX_NODES], count = 0;
+        int64_t node_offsets[STRIPE_MAX_NODES];
+
+        for (i = 0; i < s->node_count; i++) {
+            if (!((skipped >> i) & 1)) {
+                nodes[count] = i;
+                node_offsets[count++] = node_offset;
+            }
+        }
+        ret = count ? stripe_co_replica_requests(bs, count, nodes,
+                                                 node_offsets, op, bytes,
+                                                 qiov, 0, flags, NULL) : 0;
+    } else {
+        ret = stripe_co_each_node_pool(bs, skipped, op, node_offset, bytes,
+                                       qiov, flags);
+    }
     /*
      * A node that could not be opened got no write here to miss a flush
      * or a bitmap block of: the first data write that skips it marks it.

@@ -593,12 +593,13 @@ int coroutine_fn GRAPH_RDLOCK
 stripe_co_resync_end(BlockDriverState *bs, Error **errp);
 
 /* stripe-deadline.c */
-int coroutine_fn GRAPH_RDLOCK
-stripe_co_node_request_deadline(BlockDriverState *bs, uint32_t node,
-                                StripeOp op, int64_t node_offset,
-                                int64_t bytes, QEMUIOVector *qiov,
-                                size_t qiov_offset, BdrvRequestFlags flags,
-                                int64_t timeout_ns);
+void coroutine_fn GRAPH_RDLOCK
+stripe_co_node_requests_timed(BlockDriverState *bs, uint32_t count,
+                              const uint32_t *nodes,
+                              const int64_t *node_offsets, StripeOp op,
+                              int64_t bytes, QEMUIOVector *qiov,
+                              size_t qiov_offset, BdrvRequestFlags flags,
+                              int *rets);
 int coroutine_fn GRAPH_RDLOCK
 stripe_co_node_request_timed(BlockDriverState *bs, uint32_t node,
                              StripeOp op, int64_t node_offset, int64_t bytes,
