@@ -282,6 +282,14 @@ void stripe_header_for_node(BDRVStripeState *s, uint32_t index,
     memcpy(h->uuid, s->uuid, sizeof(h->uuid));
 }
 
+static void stripe_header_write_error(Error **errp, int ret,
+                                      const StripeHeader *h,
+                                      BdrvChild *child)
+{
+    error_setg_errno(errp, -ret, "stripe: cannot write the header of node "
+                     "index %u (%s)", h->node_index, child->bs->filename);
+}
+
 int coroutine_fn GRAPH_RDLOCK
 stripe_co_write_header(BdrvChild *child, const StripeHeader *h, Error **errp)
 {
@@ -294,9 +302,44 @@ stripe_co_write_header(BdrvChild *child, const StripeHeader *h, Error **errp)
         ret = bdrv_co_flush(child->bs);
     }
     if (ret < 0) {
-        error_setg_errno(errp, -ret, "stripe: cannot write the header of "
-                         "node index %u (%s)", h->node_index,
-                         child->bs->filename);
+        stripe_header_write_error(errp, ret, h, child);
+    }
+    return ret;
+}
+
+/*
+ * stripe_co_write_header() for node @node of an open image, whose
+ * requests give up after node-timeout: a live node that hangs while
+ * another one is being marked failed must not hold the marking, and
+ * every request waiting for it, until it answers.  A node that has not
+ * answered requests given up on yet gets no new header meanwhile: an
+ * older one still on its way could land after it.  A single-copy image
+ * has no node to go on without: it waits, as its data requests do.
+ */
+static int coroutine_fn GRAPH_RDLOCK
+stripe_co_write_header_timed(BlockDriverState *bs, uint32_t node,
+                             const StripeHeader *h, Error **errp)
+{
+    BDRVStripeState *s = bs->opaque;
+    uint8_t buf[STRIPE_HEADER_SIZE];
+    QEMUIOVector qiov;
+    int ret = -ETIMEDOUT;
+
+    if (s->geo.copies == 1) {
+        return stripe_co_write_header(s->nodes[node], h, errp);
+    }
+    if (!qatomic_read(&s->health[node].outstanding)) {
+        stripe_header_encode(h, buf);
+        qemu_iovec_init_buf(&qiov, buf, sizeof(buf));
+        ret = stripe_co_node_request_timed(bs, node, STRIPE_OP_WRITE, 0,
+                                           sizeof(buf), &qiov, 0, 0);
+    }
+    if (ret == 0) {
+        ret = stripe_co_node_request_timed(bs, node, STRIPE_OP_FLUSH, 0, 0,
+                                           NULL, 0, 0);
+    }
+    if (ret < 0) {
+        stripe_header_write_error(errp, ret, h, s->nodes[node]);
     }
     return ret;
 }
@@ -323,8 +366,8 @@ stripe_co_write_live_headers(BlockDriverState *bs, uint64_t *unwritten,
             continue;
         }
         stripe_header_for_node(s, i, &h);
-        ret = stripe_co_write_header(s->nodes[i], &h,
-                                     first < 0 ? NULL : errp);
+        ret = stripe_co_write_header_timed(bs, i, &h,
+                                           first < 0 ? NULL : errp);
         if (ret < 0) {
             *unwritten |= UINT64_C(1) << i;
             first = first ?: ret;
