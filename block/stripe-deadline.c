@@ -65,6 +65,37 @@ struct StripeNodeGroup {
     StripeGroupMember members[];
 };
 
+static bool stripe_op_changes_data(StripeOp op)
+{
+    return op == STRIPE_OP_WRITE || op == STRIPE_OP_ZEROES ||
+           op == STRIPE_OP_DISCARD;
+}
+
+/*
+ * Whether the member may send its request now.  A request that changes
+ * data must not go to a node that still owes answers to requests given
+ * up on: a write among those could land after it and undo it.  That
+ * happens where the node was not marked failed (it holds the last copy
+ * of some unit), so it keeps taking writes.  The member waits for those
+ * answers; given up on meanwhile, it sends nothing.
+ */
+static bool coroutine_fn stripe_group_member_may_send(StripeGroupMember *m)
+{
+    StripeNodeGroup *g = m->group;
+    BDRVStripeState *s = g->bs->opaque;
+
+    if (!stripe_op_changes_data(g->op)) {
+        return true;
+    }
+    while (qatomic_read(&s->health[m->node].outstanding)) {
+        if (g->given_up) {
+            return false;
+        }
+        qemu_co_sleep_ns(QEMU_CLOCK_REALTIME, STRIPE_OUTSTANDING_POLL_NS);
+    }
+    return !g->given_up;
+}
+
 /*
  * Takes the graph lock itself: once given up on, a member outlives the
  * caller's hold.  The last member of a group given up on frees it.
@@ -75,12 +106,16 @@ static void coroutine_fn stripe_group_member_entry(void *opaque)
     StripeNodeGroup *g = m->group;
     BDRVStripeState *s = g->bs->opaque;
 
-    bdrv_graph_co_rdlock();
-    m->ret = stripe_co_node_request_counted(g->bs, m->node, g->op,
-                                            m->node_offset, g->bytes,
-                                            g->qiov, g->qiov_offset,
-                                            g->flags);
-    bdrv_graph_co_rdunlock();
+    if (stripe_group_member_may_send(m)) {
+        bdrv_graph_co_rdlock();
+        m->ret = stripe_co_node_request_counted(g->bs, m->node, g->op,
+                                                m->node_offset, g->bytes,
+                                                g->qiov, g->qiov_offset,
+                                                g->flags);
+        bdrv_graph_co_rdunlock();
+    } else {
+        m->ret = -ETIMEDOUT;
+    }
     m->done = true;
     g->pending--;
     if (!g->given_up) {
@@ -154,7 +189,8 @@ stripe_co_node_requests_timed(BlockDriverState *bs, uint32_t count,
     uint32_t i;
 
     assert(count && (op != STRIPE_OP_READ || count == 1));
-    if (count == 1 && !timeout_ns) {
+    if (count == 1 && !timeout_ns &&
+        !qatomic_read(&s->health[nodes[0]].outstanding)) {
         rets[0] = stripe_co_node_request_counted(bs, nodes[0], op,
                                                  node_offsets[0], bytes,
                                                  qiov, qiov_offset, flags);

@@ -66,6 +66,8 @@
 /* Replicated images: when a node that does not answer is given up on. */
 #define STRIPE_OPT_NODE_TIMEOUT         "node-timeout"
 #define STRIPE_DEFAULT_NODE_TIMEOUT_NS  (15 * NANOSECONDS_PER_SECOND)
+/* How often a write checks that its node answered requests given up on */
+#define STRIPE_OUTSTANDING_POLL_NS      (10 * SCALE_MS)
 #define STRIPE_OPT_AUTO_RESYNC          "auto-resync"
 #define STRIPE_MAX_NODE_TIMEOUT_SECS    3600
 
