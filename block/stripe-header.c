@@ -312,9 +312,11 @@ stripe_co_write_header(BdrvChild *child, const StripeHeader *h, Error **errp)
  * requests give up after node-timeout: a live node that hangs while
  * another one is being marked failed must not hold the marking, and
  * every request waiting for it, until it answers.  A node that has not
- * answered requests given up on yet gets no new header meanwhile: an
- * older one still on its way could land after it.  A single-copy image
- * has no node to go on without: it waits, as its data requests do.
+ * answered requests given up on yet counts as unwritten at once: the
+ * write would only wait for those answers (stripe-deadline.c, so that an
+ * older header still on its way cannot land after it), for node-timeout,
+ * with the health lock held.  A single-copy image has no node to go on
+ * without: it waits, as its data requests do.
  */
 static int coroutine_fn GRAPH_RDLOCK
 stripe_co_write_header_timed(BlockDriverState *bs, uint32_t node,
