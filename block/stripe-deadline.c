@@ -10,10 +10,19 @@
  * runs in a coroutine of its own, on a buffer of its own, and its caller
  * waits for it at most node-timeout.  Then it gives up (-ETIMEDOUT, and
  * the node is marked failed); the request goes on alone until the node
- * answers, with its buffer (the caller's may be reused at once) and its
- * share of the graph lock (its BdrvChild must stay), and counts as
- * outstanding on its node.  Its late result is dropped: the node is
- * failed by then and is neither read nor written until it is resynced.
+ * answers, with its buffer (the caller's may be reused at once), and
+ * counts as outstanding on its node.  Its late result is dropped: the
+ * node is failed by then and is neither read nor written until it is
+ * resynced.
+ *
+ * A request given up on no longer holds the graph lock.  A reader held
+ * until a hung node answers would hold every graph change of the process
+ * that long (a blockdev-add anywhere, a block job's completion, a
+ * snapshot), and forever for a target gone for good.  Its BdrvChild stays
+ * without it: the request is in flight on the node (and on any filter
+ * between), and QEMU changes a node's edges only with the node drained,
+ * which waits for its requests.  Detaching the node therefore still waits
+ * for it (close, stripe-node-replace refuses meanwhile).
  *
  * The copies of one write are one group: one buffer holds their data,
  * and one timer bounds them all, so that a second copy costs little
@@ -42,6 +51,7 @@ typedef struct StripeGroupMember {
     int64_t node_offset;
     int ret;
     bool done;
+    bool holds_graph;       /* its share of the graph lock, until given up */
 } StripeGroupMember;
 
 /*
@@ -96,9 +106,43 @@ static bool coroutine_fn stripe_group_member_may_send(StripeGroupMember *m)
     return !g->given_up;
 }
 
+/* The member's own hold of the graph lock, for its node request. */
+static void coroutine_fn TSA_ACQUIRE_SHARED(graph_lock) TSA_NO_TSA
+stripe_group_member_rdlock(StripeGroupMember *m)
+{
+    bdrv_graph_co_rdlock();
+    m->holds_graph = true;
+}
+
+/* Released, unless its caller gave up on it and released it then. */
+static void coroutine_fn TSA_RELEASE_SHARED(graph_lock) TSA_NO_TSA
+stripe_group_member_rdunlock(StripeGroupMember *m)
+{
+    if (m->holds_graph) {
+        m->holds_graph = false;
+        bdrv_graph_co_rdunlock();
+    }
+}
+
+/*
+ * The caller gives up on the members still running: it releases their
+ * holds of the graph lock for them (the count is per AioContext, and they
+ * run in the caller's), so that no graph change waits for a hung node.
+ */
+static void coroutine_fn TSA_NO_TSA
+stripe_group_release_graph(StripeNodeGroup *g)
+{
+    uint32_t i;
+
+    for (i = 0; i < g->count; i++) {
+        stripe_group_member_rdunlock(&g->members[i]);
+    }
+}
+
 /*
  * Takes the graph lock itself: once given up on, a member outlives the
- * caller's hold.  The last member of a group given up on frees it.
+ * caller's hold (and its own, see the top of the file).  The last member
+ * of a group given up on frees it.
  */
 static void coroutine_fn stripe_group_member_entry(void *opaque)
 {
@@ -107,12 +151,12 @@ static void coroutine_fn stripe_group_member_entry(void *opaque)
     BDRVStripeState *s = g->bs->opaque;
 
     if (stripe_group_member_may_send(m)) {
-        bdrv_graph_co_rdlock();
+        stripe_group_member_rdlock(m);
         m->ret = stripe_co_node_request_counted(g->bs, m->node, g->op,
                                                 m->node_offset, g->bytes,
                                                 g->qiov, g->qiov_offset,
                                                 g->flags);
-        bdrv_graph_co_rdunlock();
+        stripe_group_member_rdunlock(m);
     } else {
         m->ret = -ETIMEDOUT;
     }
@@ -248,6 +292,7 @@ stripe_co_node_requests_timed(BlockDriverState *bs, uint32_t count,
     }
     if (g->pending) {
         g->given_up = true;     /* its last member frees it */
+        stripe_group_release_graph(g);
         return;
     }
     if (op == STRIPE_OP_READ && g->buf && rets[0] >= 0) {
@@ -275,8 +320,8 @@ stripe_co_node_request_timed(BlockDriverState *bs, uint32_t node,
 
 /*
  * Before the state goes away at close: requests given up on use it until
- * their node answers.  Closing also takes the graph lock for writing,
- * which waits for them just as long.
+ * their node answers.  Detaching the nodes would wait for them just as
+ * long (a drain).
  */
 void stripe_wait_outstanding(BlockDriverState *bs)
 {

@@ -84,6 +84,32 @@ static bool coroutine_fn stripe_resync_job_between(void *opaque,
     return !job_is_cancelled(&sj->common.job);
 }
 
+/*
+ * Wait until the failed nodes have answered every request given up on.
+ * Until then a node is still away (a target just restarted reconnects
+ * first, and resends them), and the pass's writes to it would wait for
+ * those answers, give up after node-timeout and fail it again.  Paused
+ * and cancelled like the pass.  False once cancelled.
+ */
+static bool coroutine_fn stripe_resync_job_wait_answers(StripeResyncJob *sj)
+{
+    Job *job = &sj->common.job;
+    BDRVStripeState *s = sj->bs->opaque;
+    uint64_t failed = stripe_failed_reachable(s);
+    uint32_t i;
+
+    for (i = 0; i < s->node_count; i++) {
+        while (((failed >> i) & 1) &&
+               qatomic_read(&s->health[i].outstanding) &&
+               !job_is_cancelled(job)) {
+            trace_stripe_resync_job_wait_answers(sj->bs, i,
+                qatomic_read(&s->health[i].outstanding));
+            job_sleep_ns(job, STRIPE_RESYNC_ANSWER_POLL_NS);
+        }
+    }
+    return !job_is_cancelled(job);
+}
+
 static int coroutine_fn stripe_resync_job_run(Job *job, Error **errp)
 {
     StripeResyncJob *sj = container_of(job, StripeResyncJob, common.job);
@@ -96,6 +122,9 @@ static int coroutine_fn stripe_resync_job_run(Job *job, Error **errp)
     if (!buf) {
         error_setg(errp, "stripe: no memory to resync");
         return -ENOMEM;
+    }
+    if (!stripe_resync_job_wait_answers(sj)) {
+        goto out;
     }
     if (sj->replace >= 0) {
         bdrv_graph_co_rdlock();
@@ -343,8 +372,8 @@ void qmp_stripe_node_replace(const char *job_id, const char *node_name,
         return;
     }
     /*
-     * Detaching a node waits for its requests (a drain, and the graph lock
-     * that requests given up on hold): ask the operator, do not hang.
+     * Detaching a node waits for its requests (a drain, which waits for
+     * requests given up on too): ask the operator, do not hang.
      */
     outstanding = qatomic_read(&s->health[index].outstanding);
     if (outstanding) {

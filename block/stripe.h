@@ -88,6 +88,8 @@
 /* Between passes while a node stays failed: doubling, up to a minute. */
 #define STRIPE_RESYNC_RETRY_MIN_NS      NANOSECONDS_PER_SECOND
 #define STRIPE_RESYNC_RETRY_MAX_NS      (60 * NANOSECONDS_PER_SECOND)
+/* How often a resync job checks that failed nodes answered what was given up */
+#define STRIPE_RESYNC_ANSWER_POLL_NS    (100 * SCALE_MS)
 
 /* Jobs taken from the core under one hold of its lock. */
 #define STRIPE_CACHE_KICK_BATCH         16
