@@ -123,6 +123,9 @@ class Cell:
         self.cold = BASE if export == 'disk' else BASE[1:]
         # every QEMU of the cell, for the watchdog (migration adds one)
         self.machines = [self.vm]
+        # a consumer's check of the nodes once QEMU closed the disk: the
+        # problem found, or None
+        self.after_close = None
         self.guest = None
         if export:
             self.guest = Guest(self.vm.export(export), self.ref)

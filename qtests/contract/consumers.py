@@ -108,6 +108,32 @@ def mirror_top(cell):
     return _mirror(cell, 'top')
 
 
+def mirror_pivot(cell):
+    """blockdev-mirror and job-complete: the export moves to the target
+    and the guest goes on there.  The target holds everything, the stripe
+    (once QEMU closed it, cell.after_close) the data of the pivot moment.
+    The way off a disk whose node is gone: it must not wait for a hung
+    node."""
+    path = _target(cell, 'mirror')
+    _add_file_node(cell, 'tgt', path)
+    cell.vm.cmd('blockdev-mirror', **{'job-id': 'm', 'device': 'disk',
+                                      'target': 'tgt', 'sync': 'full'})
+    cell.vm.wait_job('m', 'BLOCK_JOB_READY')
+    cell.guest.write(9 * MiB, 128 * KiB)
+    # the guest's requests end first: the pivot moment is then exact
+    problems = cell.leave()
+    cell.vm.cmd('job-complete', id='m')
+    cell.vm.wait_job('m')
+    cell.vm.wait_job_gone('m')
+    at_pivot = cell.ref.copy()
+    cell.guest.write(2 * MiB + 512 * KiB, 128 * KiB)
+    note(problems, 'after the pivot', cell.guest.check())
+    cell.guest.flush()
+    note(problems, 'mirror target', raw_file_diff(path, cell.ref))
+    cell.after_close = lambda: node_image_ok(cell.nodes, at_pivot)
+    return problems
+
+
 def backup_incremental(cell):
     """A full backup, then more writes and an incremental backup of a
     dirty bitmap into a qcow2 over the full one."""
@@ -337,6 +363,7 @@ CONSUMERS = {
     'img-convert-compare': img_convert_compare,
     'mirror-full': mirror_full,
     'mirror-top': mirror_top,
+    'mirror-pivot': mirror_pivot,
     'backup-incremental': backup_incremental,
     'stream': stream,
     'copy-on-read': copy_on_read,

@@ -35,6 +35,7 @@ class NodeSet:
             raise ValueError('node kind must be one of %s' % ', '.join(KINDS))
         self.kind = kind
         self.copies = copies
+        self.stripe_opts = {}      # options of every stripe disk made here
         self.workdir = workdir
         self.count = count
         self.pool = None
@@ -89,6 +90,7 @@ class NodeSet:
                      'file': n}
             nodes.append(n)
         d = {'driver': 'stripe', 'node-name': node_name, 'nodes': nodes}
+        d.update(self.stripe_opts)
         d.update(opts)
         return d
 
