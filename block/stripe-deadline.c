@@ -17,8 +17,8 @@
  *
  * A request given up on no longer holds the graph lock.  A reader held
  * until a hung node answers would hold every graph change of the process
- * that long (a blockdev-add anywhere, a block job's completion, a
- * snapshot), and forever for a target gone for good.  Its BdrvChild stays
+ * that long (a blockdev-add anywhere, a block job's completion), and
+ * forever for a target gone for good.  Its BdrvChild stays
  * without it: the request is in flight on the node (and on any filter
  * between), and QEMU changes a node's edges only with the node drained,
  * which waits for its requests.  Detaching the node therefore still waits
