@@ -380,7 +380,8 @@ void qmp_stripe_node_replace(const char *job_id, const char *node_name,
         error_setg(errp, "stripe: node index %u (%s) has not answered %"
                    PRIu64 " requests given up on, and cannot be detached "
                    "before it does: bring its target back (even with the LUN "
-                   "offline) or let its driver fail them", index,
+                   "offline), or mirror the disk to new storage "
+                   "(blockdev-mirror)", index,
                    stripe_node_name(s, index), outstanding);
         return;
     }
