@@ -49,8 +49,8 @@ static void stripe_cache_effective_opts(const SCOptions *opts, int flags,
     }
 }
 
-int stripe_cache_open(BlockDriverState *bs, const SCOptions *opts, int flags,
-                      Error **errp)
+int GRAPH_RDLOCK stripe_cache_open(BlockDriverState *bs, const SCOptions *opts,
+                                   int flags, Error **errp)
 {
     BDRVStripeState *s = bs->opaque;
     bool rbd = stripe_nodes_all(s, "rbd");
@@ -87,7 +87,8 @@ int stripe_cache_open(BlockDriverState *bs, const SCOptions *opts, int flags,
     c->read_pieces = g_array_new(false, true, sizeof(SCPiece));
     s->cache = c;
     stripe_cache_timer_attach(bs, bdrv_get_aio_context(bs));
-    trace_stripe_cache_open(bs, o.size, o.max_dirty, o.readahead_max_bytes);
+    trace_stripe_cache_open(bs, o.size, o.max_dirty, o.readahead_max_bytes,
+                            o.node_jobs ?: geo.max_writeback_per_node);
     return 0;
 }
 

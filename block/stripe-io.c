@@ -700,13 +700,40 @@ uint32_t stripe_node_alignment(BDRVStripeState *s)
     return align;
 }
 
-/* Whether every node is opened with the block driver @name. */
+/*
+ * The block driver that stores a node's data: the node's own, or below
+ * filters and raw format nodes (throttle, copy-on-read, raw: libvirt
+ * gives a network disk under a raw node) the one of their file.  What
+ * the storage takes, e.g. how many requests at once, is that driver's.
+ */
+static const char * GRAPH_RDLOCK
+stripe_node_storage_driver(BlockDriverState *bs)
+{
+    int depth;
+
+    for (depth = 0; depth < STRIPE_NODE_FILE_DEPTH; depth++) {
+        BlockDriverState *below = NULL;
+
+        if (bs->drv->is_filter) {
+            below = bdrv_filter_bs(bs);
+        } else if (!strcmp(bs->drv->format_name, "raw") && bs->file) {
+            below = bs->file->bs;
+        }
+        if (!below) {
+            break;
+        }
+        bs = below;
+    }
+    return bs->drv->format_name;
+}
+
+/* Whether every node's data is stored by the block driver @name. */
 bool stripe_nodes_all(BDRVStripeState *s, const char *name)
 {
     uint32_t i;
 
     for (i = 0; i < s->node_count; i++) {
-        if (strcmp(s->nodes[i]->bs->drv->format_name, name)) {
+        if (strcmp(stripe_node_storage_driver(s->nodes[i]->bs), name)) {
             return false;
         }
     }
@@ -726,7 +753,7 @@ uint64_t stripe_node_request_max(BDRVStripeState *s)
     for (i = 0; i < s->node_count; i++) {
         BlockDriverState *node = s->nodes[i]->bs;
 
-        if (!strcmp(node->drv->format_name, "iscsi")) {
+        if (!strcmp(stripe_node_storage_driver(node), "iscsi")) {
             max_req = MIN(max_req, STRIPE_MAX_ISCSI_NODE_REQUEST);
         }
         if (node->bl.max_transfer) {

@@ -70,9 +70,6 @@ static bool stripe_parse_node_filename(QDict *options, const char *key,
     return true;
 }
 
-/* How deep a node given inline is searched for an rbd node under filters. */
-#define STRIPE_NODE_FILE_DEPTH 8
-
 /*
  * With its own cache on, the stripe gives a node that is a caching
  * client itself cache.direct=on, unless the node says otherwise: else
@@ -678,6 +675,8 @@ static void stripe_reopen_commit(BDRVReopenState *state)
     if (s->cache && !r->cache_on) {
         stripe_cache_close(bs);
     } else if (!s->cache && r->cache_on) {
+        GRAPH_RDLOCK_GUARD_MAINLOOP();
+
         /* Geometry and options were checked: this cannot fail. */
         stripe_cache_open(bs, &r->opts, state->flags, &error_abort);
     } else if (s->cache) {

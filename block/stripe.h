@@ -110,6 +110,8 @@
 #define STRIPE_CACHE_WB_PER_NODE        4
 #define STRIPE_CACHE_FETCH_PER_NODE     4
 #define STRIPE_CACHE_JOBS_PER_RBD_NODE  128
+/* How deep a node is searched for its storage under filters and raw. */
+#define STRIPE_NODE_FILE_DEPTH          8
 /* A reader starved by evictions this often reads around the cache. */
 #define STRIPE_CACHE_MAX_READ_ROUNDS    8
 /*
@@ -403,8 +405,8 @@ void stripe_parse_filename(const char *filename, QDict *options,
 
 /* stripe-io.c */
 uint32_t stripe_node_alignment(BDRVStripeState *s);
-bool stripe_nodes_all(BDRVStripeState *s, const char *name);
-uint64_t stripe_node_request_max(BDRVStripeState *s);
+bool GRAPH_RDLOCK stripe_nodes_all(BDRVStripeState *s, const char *name);
+uint64_t GRAPH_RDLOCK stripe_node_request_max(BDRVStripeState *s);
 
 typedef enum StripeOp {
     STRIPE_OP_READ,
@@ -436,8 +438,8 @@ stripe_co_write_other_copies(BlockDriverState *bs, int64_t offset,
                              void *scratch, uint64_t *written);
 
 /* stripe-cache.c */
-int stripe_cache_open(BlockDriverState *bs, const SCOptions *opts, int flags,
-                      Error **errp);
+int GRAPH_RDLOCK stripe_cache_open(BlockDriverState *bs, const SCOptions *opts,
+                                   int flags, Error **errp);
 void stripe_cache_reconfigure(BlockDriverState *bs, const SCOptions *opts,
                               int flags);
 void stripe_cache_close(BlockDriverState *bs);
