@@ -75,9 +75,11 @@ class Pool:
         urls = [self.urls[i] for i in (order or range(len(self.urls)))]
         return 'stripe:' + '|'.join(urls) + ('|' if len(urls) == 1 else '')
 
-    def create(self, size, unit='64k', copies=1):
-        run([paths.QEMU_IMG, 'create', '-q', '-f', 'stripe', '-o',
-             'stripe-unit=%s,force=on,copies=%d' % (unit, copies),
+    def create(self, size, unit='64k', copies=1, region=None):
+        opts = 'stripe-unit=%s,force=on,copies=%d' % (unit, copies)
+        if region:
+            opts += ',bitmap-region=%s' % region
+        run([paths.QEMU_IMG, 'create', '-q', '-f', 'stripe', '-o', opts,
              self.filename(), str(size)])
 
     def harness(self, op, node):
@@ -129,6 +131,9 @@ class NodeView:
             incompat, generation, copies, _, failed = \
                 struct.unpack_from('<QQIIQ', hdr, 72)
             self.copies = copies if incompat & 1 else 1
+            self.region, self.bitmap_offset = (
+                struct.unpack_from('<QQ', hdr, 104) if incompat & 2
+                else (0, 0))
             if generation > newest:
                 newest, self.failed = generation, failed
             self.fds[index] = f
@@ -146,11 +151,46 @@ class NodeView:
         return ((column + shift) % self.count,
                 self.data_offset + (row * self.copies + copy) * self.unit)
 
+    def live_copies(self, k):
+        return [c for c in range(self.copies)
+                if not (self.failed >> self.place(k, c)[0]) & 1]
+
+    def set_regions(self):
+        """The regions set in the write-intent bitmap: the union of the
+        live nodes' bitmaps, as open takes it (docs/layout.md)."""
+        if not self.region:
+            return set()
+        count = -(-self.size // self.region)
+        out = set()
+        for index, f in self.fds.items():
+            if (self.failed >> index) & 1:
+                continue
+            with open(f, 'rb') as fh:
+                fh.seek(self.bitmap_offset)
+                bits = fh.read(-(-count // 8))
+            out |= {i for i in range(count) if bits[i // 8] >> (i % 8) & 1}
+        return out
+
+    def differing_regions(self, grain=4096):
+        """The bitmap regions (with no bitmap: the units) in which two
+        live copies differ, compared @grain bytes at a time."""
+        per = self.region or self.unit
+        out = set()
+        for k in range(-(-self.size // self.unit)):
+            n = min(self.unit, self.size - k * self.unit)
+            datas = [self.read(k * self.unit, n, c)
+                     for c in self.live_copies(k)]
+            for at in range(0, n, grain):
+                piece = datas[0][at:at + grain]
+                if any(d[at:at + grain] != piece for d in datas[1:]):
+                    out.add((k * self.unit + at) // per)
+        return out
+
     def live_copy(self, k):
-        for copy in range(self.copies):
-            if not (self.failed >> self.place(k, copy)[0]) & 1:
-                return copy
-        raise NodeError('unit %d has no live copy' % k)
+        copies = self.live_copies(k)
+        if not copies:
+            raise NodeError('unit %d has no live copy' % k)
+        return copies[0]
 
     def read(self, offset, length, copy=None):
         out = bytearray()
@@ -173,29 +213,6 @@ class NodeView:
             for fh in handles.values():
                 fh.close()
         return bytes(out)
-
-
-def sync_copies(files):
-    """Copy every unit's first live copy over its other copies, in the LUN
-    files, with no QEMU running: what a resync after a crash does (the
-    copies of a range with writes in flight may differ after it)."""
-    view = NodeView(files)
-    units = -(-view.size // view.unit)
-    handles = {i: open(view.fds[i], 'r+b') for i in view.fds}
-    try:
-        for k in range(units):
-            src = view.live_copy(k)
-            node, off = view.place(k, src)
-            handles[node].seek(off)
-            data = handles[node].read(view.unit)
-            for copy in range(view.copies):
-                node, off = view.place(k, copy)
-                if copy != src and not (view.failed >> node) & 1:
-                    handles[node].seek(off)
-                    handles[node].write(data)
-    finally:
-        for fh in handles.values():
-            fh.close()
 
 
 def wait_for(cond, timeout, step=0.05):
