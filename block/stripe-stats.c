@@ -91,6 +91,12 @@ BlockStatsSpecific *stripe_get_specific_stats(BlockDriverState *bs)
             .timeouts = qatomic_read(&h->timeouts),
             .outstanding = qatomic_read(&h->outstanding),
         };
+        if (n->state == STRIPE_NODE_STATE_RESYNCING) {
+            /* one pass brings every resyncing node back */
+            n->has_resync_regions = n->has_resync_done = true;
+            n->resync_regions = qatomic_read(&s->resync.regions_total);
+            n->resync_done = qatomic_read(&s->resync.regions_done);
+        }
         QAPI_LIST_APPEND(tail, n);
     }
     if (s->geo.bitmap_region) {
