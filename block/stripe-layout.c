@@ -468,7 +468,27 @@ static bool is_absent(uint64_t absent, uint32_t i)
     return (absent >> i) & 1;
 }
 
-/* The UUID most nodes carry (the first one on a tie). */
+/*
+ * Whether two headers describe the same image: its UUID and every field
+ * that all nodes must share.
+ */
+static bool same_image(const StripeHeader *a, const StripeHeader *b)
+{
+    return !memcmp(a->uuid, b->uuid, 16) &&
+           a->node_count == b->node_count &&
+           a->stripe_unit == b->stripe_unit &&
+           a->data_offset == b->data_offset &&
+           a->copies == b->copies &&
+           a->bitmap_region == b->bitmap_region &&
+           a->bitmap_offset == b->bitmap_offset &&
+           a->header_size == b->header_size;
+}
+
+/*
+ * The image most nodes describe (the first one on a tie), so that a
+ * node that disagrees is named as the odd one out even when it comes
+ * first in the user's list.
+ */
 static uint32_t majority_node(const StripeHeader *hdrs, uint32_t count,
                               uint64_t absent)
 {
@@ -480,8 +500,7 @@ static uint32_t majority_node(const StripeHeader *hdrs, uint32_t count,
         }
         votes = 0;
         for (j = 0; j < count; j++) {
-            votes += !is_absent(absent, j) &&
-                     !memcmp(hdrs[i].uuid, hdrs[j].uuid, 16);
+            votes += !is_absent(absent, j) && same_image(&hdrs[i], &hdrs[j]);
         }
         if (votes > best_votes) {
             best = i;

@@ -366,8 +366,20 @@ static void test_assemble(void)
     sc_assert_cmpi(errnode, ==, 2);
     sc_assert(strstr(msg, "geometry"));
 
-    /* A node with another header size (from another version). */
+    /* The odd one out is named even when it comes first. */
     make_header(&h[2], 2, 3);
+    h[0].stripe_unit = 128 * 1024;
+    g_assert(!(assemble(h, 3, len, &as, &errnode, &msg)));
+    sc_assert_cmpi(errnode, ==, 0);
+    sc_assert(strstr(msg, "stripe unit 131072, data offset"));
+    make_header(&h[0], 0, 3);
+    h[0].copies = 3;
+    g_assert(!(assemble(h, 3, len, &as, &errnode, &msg)));
+    sc_assert_cmpi(errnode, ==, 0);
+    sc_assert(strstr(msg, "copies 3 disagrees with the other nodes (1)"));
+    make_header(&h[0], 0, 3);
+
+    /* A node with another header size (from another version). */
     h[1].header_size = 1024;
     g_assert(!(assemble(h, 3, len, &as, &errnode, &msg)));
     sc_assert_cmpi(errnode, ==, 1);
