@@ -641,11 +641,15 @@ void coroutine_fn stripe_bitmap_co_lock_region(BDRVStripeState *s,
     }
 }
 
-void stripe_bitmap_unlock_region(BDRVStripeState *s)
+/* Whether writes were held off meanwhile (they may go on now). */
+bool stripe_bitmap_unlock_region(BDRVStripeState *s)
 {
     StripeBitmap *b = &s->bitmap;
+    bool held;
 
     QEMU_LOCK_GUARD(&b->lock);
     b->resync_region = UINT64_MAX;
+    held = !qemu_co_queue_empty(&b->resync_wait);
     qemu_co_queue_restart_all(&b->resync_wait);
+    return held;
 }

@@ -14,9 +14,10 @@
  * outage's resync writes to the returning node alone.
  *
  * A failed node is brought back from the moment the pass starts: writes go
- * to it (stripe_co_rw()), reads do not.  A region is copied with its
- * writes held off (stripe_bitmap_co_lock_region()), so that a write and
- * the copy never cross; a write that skipped the node before the pass
+ * to it (stripe_co_rw()), reads do not.  A region is copied a chunk at a
+ * time, each with the region's writes held off and those in flight
+ * waited for (stripe_bitmap_co_lock_region()), so that a write and the
+ * copy never cross; a write that skipped the node before the pass
  * started set its region's bit first, and the pass finds it.
  *
  * The pass runs in the background once a writable image is open (a
@@ -53,10 +54,17 @@ stripe_co_resync_region(BlockDriverState *bs, uint64_t r, void *buf)
         return 0;
     }
     len = MIN(region, size - offset);
-    stripe_bitmap_co_lock_region(s, r);
     for (done = 0; done < len && ret >= 0; done += n) {
         n = MIN(STRIPE_RESYNC_CHUNK, len - done);
         qemu_iovec_init_buf(&qiov, buf, n);
+        /*
+         * The region's writes are held off for one chunk at a time: a
+         * guest write waits for a chunk's copy, not the whole region's
+         * (up to 1 GiB).  A write between two chunks goes to every copy
+         * of its range, the nodes being brought back included, and a
+         * chunk copied later copies what it wrote.
+         */
+        stripe_bitmap_co_lock_region(s, r);
         ret = stripe_co_rw(bs, STRIPE_OP_READ, offset + done, n, &qiov, 0, 0);
         if (ret >= 0) {
             char *scratch = (char *)buf + STRIPE_RESYNC_CHUNK;
@@ -64,8 +72,16 @@ stripe_co_resync_region(BlockDriverState *bs, uint64_t r, void *buf)
             ret = stripe_co_write_other_copies(bs, offset + done, n, &qiov,
                                                scratch, &written);
         }
+        if (stripe_bitmap_unlock_region(s)) {
+            /*
+             * Let the writes that waited start before the next chunk
+             * holds them off again: they run once this coroutine yields.
+             */
+            aio_co_schedule(qemu_get_current_aio_context(),
+                            qemu_coroutine_self());
+            qemu_coroutine_yield();
+        }
     }
-    stripe_bitmap_unlock_region(s);
     qatomic_add(&s->resync.bytes, written);
     trace_stripe_resync_region(bs, r, written, ret);
     return ret;

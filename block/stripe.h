@@ -553,7 +553,7 @@ int coroutine_fn GRAPH_RDLOCK stripe_bitmap_co_set_all(BlockDriverState *bs);
 bool stripe_bitmap_next_dirty(BDRVStripeState *s, uint64_t *region);
 void coroutine_fn stripe_bitmap_co_lock_region(BDRVStripeState *s,
                                                uint64_t region);
-void stripe_bitmap_unlock_region(BDRVStripeState *s);
+bool stripe_bitmap_unlock_region(BDRVStripeState *s);
 
 /* stripe-resync.c */
 static inline bool stripe_node_resyncing(BDRVStripeState *s, uint32_t node)

@@ -18,8 +18,9 @@ NODE_NAME = 'disk'
 
 class Daemon(QemuProcess):
     def __init__(self, workdir, blockdev, name='qsd', log_name=None,
-                 trace=()):
-        """@trace: trace events to log (to the log file)."""
+                 trace=(), objects=()):
+        """@trace: trace events to log (to the log file); @objects:
+        --object arguments (e.g. a throttle group the nodes use)."""
         self.sock = os.path.join(workdir, name + '.nbd')
         self.qmp_sock = os.path.join(workdir, name + '.qmp')
         self.log = os.path.join(workdir, log_name or name + '.log')
@@ -27,7 +28,8 @@ class Daemon(QemuProcess):
             if os.path.exists(p):
                 os.unlink(p)
         node = dict(blockdev, **{'node-name': NODE_NAME})
-        self.cmdline = [paths.QSD] + ['--trace=' + t for t in trace] + [
+        self.cmdline = [paths.QSD] + ['--trace=' + t for t in trace] + \
+            [a for o in objects for a in ('--object', o)] + [
             '--blockdev', json.dumps(node),
             '--nbd-server', 'addr.type=unix,addr.path=' + self.sock,
             '--export', 'type=nbd,id=e,node-name=%s,name=%s,writable=on' %
