@@ -188,6 +188,13 @@ static const BlockJobDriver stripe_resync_job_driver = {
     },
 };
 
+static bool stripe_job_node_inactive(BlockDriverState *bs)
+{
+    GRAPH_RDLOCK_GUARD_MAINLOOP();
+
+    return bdrv_is_inactive(bs);
+}
+
 /* The replicated stripe image @node_name, able to run a job now. */
 static BlockDriverState *stripe_job_target(const char *node_name,
                                            Error **errp)
@@ -205,6 +212,12 @@ static BlockDriverState *stripe_job_target(const char *node_name,
         return NULL;
     }
     s = bs->opaque;
+    if (s->geo.copies == 1) {
+        error_setg(errp, "stripe: node '%s' keeps one copy of its data "
+                   "(copies 1): it has no copies to resync or rebuild",
+                   node_name);
+        return NULL;
+    }
     if (!s->geo.bitmap_region) {
         error_setg(errp, "stripe: node '%s' has no write-intent bitmap "
                    "(copies %u): rebuild its failed nodes offline with "
@@ -215,6 +228,11 @@ static BlockDriverState *stripe_job_target(const char *node_name,
         error_setg(errp, "stripe: node '%s' is read-only", node_name);
         return NULL;
     }
+    if (stripe_job_node_inactive(bs)) {
+        error_setg(errp, "stripe: node '%s' is inactive (migrated away, or "
+                   "not activated yet): a job cannot write it", node_name);
+        return NULL;
+    }
     if (qatomic_read(&s->resync.job)) {
         error_setg(errp, "stripe: node '%s' already runs a resync job",
                    node_name);
@@ -223,13 +241,20 @@ static BlockDriverState *stripe_job_target(const char *node_name,
     return bs;
 }
 
-static void stripe_job_start(BlockDriverState *bs, const char *job_id,
-                             int64_t replace, bool has_speed, int64_t speed,
-                             bool has_auto_finalize, bool auto_finalize,
-                             bool has_auto_dismiss, bool auto_dismiss,
-                             Error **errp)
+/*
+ * A resync job on @bs, created but not started: the background resync is
+ * stopped meanwhile (the job does what it would).  NULL with @errp set
+ * (an invalid or used job ID, a negative speed), the background resync
+ * going on.
+ */
+static StripeResyncJob *stripe_job_create(BlockDriverState *bs,
+                                          const char *job_id,
+                                          bool has_speed, int64_t speed,
+                                          bool has_auto_finalize,
+                                          bool auto_finalize,
+                                          bool has_auto_dismiss,
+                                          bool auto_dismiss, Error **errp)
 {
-    BDRVStripeState *s = bs->opaque;
     StripeResyncJob *sj;
     int flags = JOB_DEFAULT;
 
@@ -239,15 +264,29 @@ static void stripe_job_start(BlockDriverState *bs, const char *job_id,
     if (has_auto_dismiss && !auto_dismiss) {
         flags |= JOB_MANUAL_DISMISS;
     }
-    /* the job does what the background resync would */
     stripe_resync_stop(bs);
     sj = block_job_create(job_id, &stripe_resync_job_driver, NULL, bs, 0,
                           BLK_PERM_ALL, has_speed ? speed : 0, flags, NULL,
                           NULL, errp);
     if (!sj) {
         stripe_resync_start(bs);
-        return;
     }
+    return sj;
+}
+
+/* A job created but not started goes, and the background resync resumes. */
+static void stripe_job_drop(BlockDriverState *bs, StripeResyncJob *sj)
+{
+    job_early_fail(&sj->common.job);
+    stripe_resync_start(bs);
+}
+
+/* Start @sj; @replace: the node index it rebuilds in full, or -1. */
+static void stripe_job_start(BlockDriverState *bs, StripeResyncJob *sj,
+                             int64_t replace)
+{
+    BDRVStripeState *s = bs->opaque;
+
     bdrv_ref(bs);
     sj->bs = bs;
     sj->replace = replace;
@@ -263,6 +302,7 @@ void qmp_stripe_node_resync(const char *job_id, const char *node_name,
 {
     BlockDriverState *bs;
     BDRVStripeState *s;
+    StripeResyncJob *sj;
 
     GLOBAL_STATE_CODE();
     bs = stripe_job_target(node_name, errp);
@@ -271,42 +311,121 @@ void qmp_stripe_node_resync(const char *job_id, const char *node_name,
     }
     s = bs->opaque;
     if (!stripe_failed_reachable(s) && !stripe_bitmap_dirty_regions(s)) {
-        error_setg(errp, "stripe: node '%s' has no failed node and no "
-                   "dirty region: nothing to resync", node_name);
+        if (qatomic_read(&s->absent)) {
+            error_setg(errp, "stripe: node '%s' has nothing to resync: its "
+                       "failed nodes could not be opened (node index %d: "
+                       "%s); give one back with stripe-node-replace",
+                       node_name, ctz64(qatomic_read(&s->absent)),
+                       stripe_node_name(s, ctz64(qatomic_read(&s->absent))));
+        } else {
+            error_setg(errp, "stripe: node '%s' has no failed node and no "
+                       "dirty region: nothing to resync", node_name);
+        }
         return;
     }
-    stripe_job_start(bs, job_id, -1, has_speed, speed, has_auto_finalize,
-                     auto_finalize, has_auto_dismiss, auto_dismiss, errp);
+    sj = stripe_job_create(bs, job_id, has_speed, speed, has_auto_finalize,
+                           auto_finalize, has_auto_dismiss, auto_dismiss,
+                           errp);
+    if (sj) {
+        stripe_job_start(bs, sj, -1);
+    }
+}
+
+/* Whether @bs is @target or has it among its children, at any depth. */
+static bool GRAPH_RDLOCK stripe_job_reaches(BlockDriverState *bs,
+                                            BlockDriverState *target)
+{
+    BdrvChild *c;
+
+    if (bs == target) {
+        return true;
+    }
+    QLIST_FOREACH(c, &bs->children, next) {
+        if (stripe_job_reaches(c->bs, target)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/*
+ * Why @new_bs cannot be a node of any image now: in use, the image
+ * itself or above it (a cycle), read-only, inactive.  NULL if it can.
+ */
+static const char *stripe_replacement_unusable(BlockDriverState *bs,
+                                               BlockDriverState *new_bs)
+{
+    GRAPH_RDLOCK_GUARD_MAINLOOP();
+
+    if (stripe_job_reaches(new_bs, bs)) {
+        return "the image itself or a node above it";
+    }
+    if (!QLIST_EMPTY(&new_bs->parents)) {
+        return "in use";
+    }
+    if (bdrv_is_read_only(new_bs)) {
+        return "read-only";
+    }
+    if (bdrv_is_inactive(new_bs)) {
+        return "inactive";
+    }
+    return NULL;
+}
+
+/*
+ * What a header with this image's UUID and @index on a replacement says:
+ * NULL if it is that node come back (no newer than the image, listing no
+ * node as failed that the image does not), else why it is not.
+ */
+static char *stripe_replacement_split_brain(BDRVStripeState *s,
+                                            const StripeHeader *h)
+{
+    uint64_t extra = h->failed & ~s->failed;
+
+    if (h->generation > s->generation) {
+        return g_strdup_printf("its header is newer than the image's "
+                               "(generation %" PRIu64 ", the image's %"
+                               PRIu64 "): it was written while the image "
+                               "went on without it (split brain)",
+                               h->generation, s->generation);
+    }
+    if (extra) {
+        return g_strdup_printf("its header lists node index %d as failed, "
+                               "which the image does not: it was written "
+                               "while that node was away (split brain)",
+                               ctz64(extra));
+    }
+    return NULL;
 }
 
 /*
  * Whether @new_bs may take the place of node index @index: used by
- * nothing else (so not a node of the image), and either blank (returns 0;
- * its size is checked by the job, which grows it if it can) or that very
- * node come back (returns 1): this image's header for @index, no newer
- * than the image's, listing no node as failed that the image does not
- * (else it was written while the others were away: split brain).  Any
- * other stripe header is refused (a node of some image: its data would be
- * lost).  Returns -1 with @errp set when refused.
+ * nothing else, and either blank (returns 0; a node smaller than a header
+ * counts as blank: the job grows it if it can) or that very node come
+ * back (returns 1).  Any other stripe header is refused (a node of some
+ * image: its data would be lost), and so is this node's own header when
+ * it was written while the image went on without it.  Returns -1 with
+ * @errp set when refused.
  */
 static int stripe_replacement_kind(BlockDriverState *bs, uint32_t index,
                                    BlockDriverState *new_bs, Error **errp)
 {
     BDRVStripeState *s = bs->opaque;
+    const char *name = bdrv_get_node_name(new_bs);
     uint8_t buf[STRIPE_HEADER_SIZE];
     g_autofree char *msg = NULL;
+    g_autofree char *why = NULL;
+    const char *unusable;
     StripeHeaderStatus st;
     StripeHeader h;
     BlockBackend *blk;
-    bool in_use;
+    int64_t len;
+    bool blank;
     int ret;
 
-    bdrv_graph_rdlock_main_loop();
-    in_use = !QLIST_EMPTY(&new_bs->parents);
-    bdrv_graph_rdunlock_main_loop();
-    if (in_use) {
-        error_setg(errp, "stripe: node '%s' is in use",
-                   bdrv_get_node_name(new_bs));
+    unusable = stripe_replacement_unusable(bs, new_bs);
+    if (unusable) {
+        error_setg(errp, "stripe: node '%s' is %s", name, unusable);
         return -1;
     }
     blk = blk_new_with_bs(new_bs, BLK_PERM_CONSISTENT_READ, BLK_PERM_ALL,
@@ -314,29 +433,42 @@ static int stripe_replacement_kind(BlockDriverState *bs, uint32_t index,
     if (!blk) {
         return -1;
     }
-    ret = blk_pread(blk, 0, sizeof(buf), buf, 0);
+    len = blk_getlength(blk);
+    blank = len >= 0 && len < (int64_t)sizeof(buf);
+    ret = len < 0 || blank ? len : blk_pread(blk, 0, sizeof(buf), buf, 0);
     blk_unref(blk);
     if (ret < 0) {
-        error_setg_errno(errp, -ret, "stripe: cannot read node '%s'",
-                         bdrv_get_node_name(new_bs));
+        error_setg_errno(errp, -ret, "stripe: cannot read node '%s'", name);
         return -1;
     }
-    st = stripe_header_decode(buf, sizeof(buf), &h, &msg);
-    if (st == STRIPE_HEADER_OK && !memcmp(h.uuid, s->uuid, sizeof(s->uuid)) &&
-        h.node_index == index && h.generation <= s->generation &&
-        !(h.failed & ~s->failed)) {
-        return 1;
+    if (blank) {
+        return 0;
     }
-    if (st != STRIPE_HEADER_BLANK &&
-        !memcmp(buf, STRIPE_MAGIC, STRIPE_MAGIC_LEN)) {
+    st = stripe_header_decode(buf, sizeof(buf), &h, &msg);
+    if (st == STRIPE_HEADER_OK) {
         char uuid[37];
 
+        if (!memcmp(h.uuid, s->uuid, sizeof(s->uuid)) &&
+            h.node_index == index) {
+            why = stripe_replacement_split_brain(s, &h);
+            if (!why) {
+                return 1;
+            }
+            error_setg(errp, "stripe: node '%s' is node index %u of this "
+                       "image, but %s: give a blank node", name, index, why);
+            return -1;
+        }
         stripe_uuid_unparse(h.uuid, uuid);
         error_setg(errp, "stripe: node '%s' holds a stripe header (image "
                    "%s, node index %u, generation %" PRIu64 "), and is not "
                    "node index %u of this image come back: give a blank "
-                   "node", bdrv_get_node_name(new_bs), uuid, h.node_index,
-                   h.generation, index);
+                   "node", name, uuid, h.node_index, h.generation, index);
+        return -1;
+    }
+    if (st != STRIPE_HEADER_BLANK &&
+        !memcmp(buf, STRIPE_MAGIC, STRIPE_MAGIC_LEN)) {
+        error_setg(errp, "stripe: node '%s' holds a stripe header that "
+                   "cannot be used (%s): give a blank node", name, msg);
         return -1;
     }
     return 0;
@@ -351,6 +483,7 @@ void qmp_stripe_node_replace(const char *job_id, const char *node_name,
 {
     BlockDriverState *bs, *new_bs;
     BDRVStripeState *s;
+    StripeResyncJob *sj;
     uint64_t outstanding;
     int kind, ret;
 
@@ -398,10 +531,16 @@ void qmp_stripe_node_replace(const char *job_id, const char *node_name,
                                     errp) < 0) {
         return;
     }
-    stripe_resync_stop(bs);
+    /* the job first: a command refused leaves the image as it was */
+    sj = stripe_job_create(bs, job_id, has_speed, speed, has_auto_finalize,
+                           auto_finalize, has_auto_dismiss, auto_dismiss,
+                           errp);
+    if (!sj) {
+        return;
+    }
     ret = bdrv_replace_child_bs(s->nodes[index], new_bs, errp);
     if (ret < 0) {
-        stripe_resync_start(bs);
+        stripe_job_drop(bs, sj);
         return;
     }
     stripe_absent_forget(s, index);
@@ -409,7 +548,5 @@ void qmp_stripe_node_replace(const char *job_id, const char *node_name,
     bdrv_refresh_filename(new_bs);
     bdrv_graph_rdunlock_main_loop();
     /* the node come back misses only the regions set: a resync */
-    stripe_job_start(bs, job_id, kind ? -1 : (int64_t)index, has_speed, speed,
-                     has_auto_finalize, auto_finalize, has_auto_dismiss,
-                     auto_dismiss, errp);
+    stripe_job_start(bs, sj, kind ? -1 : (int64_t)index);
 }
