@@ -137,6 +137,7 @@ int GRAPH_RDLOCK stripe_assemble_nodes(BlockDriverState *bs,
 
     s->geo = as.geo;
     memcpy(s->uuid, as.uuid, sizeof(s->uuid));
+    memcpy(s->incarnation, as.incarnation, sizeof(s->incarnation));
     s->generation = as.generation;
     s->header_virtual_size = as.geo.virtual_size;
     s->node_count = count;
@@ -246,6 +247,7 @@ stripe_co_reload_headers(BlockDriverState *bs, Error **errp)
 
     s->generation = as.generation;
     s->header_virtual_size = as.geo.virtual_size;
+    memcpy(s->incarnation, as.incarnation, sizeof(s->incarnation));
     for (i = 0; i < s->node_count; i++) {
         s->stale[i] = as.stale[i];
     }
@@ -280,6 +282,7 @@ void stripe_header_for_node(BDRVStripeState *s, uint32_t index,
         .bitmap_offset = s->geo.bitmap_offset,
     };
     memcpy(h->uuid, s->uuid, sizeof(h->uuid));
+    memcpy(h->incarnation, s->incarnation, sizeof(h->incarnation));
 }
 
 static void stripe_header_write_error(Error **errp, int ret,

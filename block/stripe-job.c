@@ -38,14 +38,16 @@ typedef struct StripeResyncJob {
 
 /*
  * The blank node now at index @node: room for its share, a clear bitmap,
- * and a header one generation older than the live nodes', which list it
- * as failed.
+ * a new incarnation of the index in the live nodes' headers (so that the
+ * node it replaces is never taken for it again), and a header one
+ * generation older than the live nodes', which list it as failed.
  */
 static int coroutine_fn GRAPH_RDLOCK
 stripe_co_adopt_node(BlockDriverState *bs, uint32_t node, Error **errp)
 {
     BDRVStripeState *s = bs->opaque;
     BdrvChild *child = s->nodes[node];
+    uint32_t incarnation;
     StripeHeader h;
     int ret;
 
@@ -63,6 +65,15 @@ stripe_co_adopt_node(BlockDriverState *bs, uint32_t node, Error **errp)
         return ret;
     }
     QEMU_LOCK_GUARD(&s->health_lock);
+    do {
+        incarnation = g_random_int();
+    } while (!incarnation || incarnation == s->incarnation[node]);
+    s->incarnation[node] = incarnation;
+    s->generation++;
+    ret = stripe_co_commit_generation(bs, errp);
+    if (ret < 0) {
+        return ret;
+    }
     stripe_header_for_node(s, node, &h);
     h.failed &= ~(UINT64_C(1) << node);
     h.generation = s->generation - 1;
@@ -448,6 +459,14 @@ static int stripe_replacement_kind(BlockDriverState *bs, uint32_t index,
     if (st == STRIPE_HEADER_OK) {
         char uuid[37];
 
+        if (!memcmp(h.uuid, s->uuid, sizeof(s->uuid)) &&
+            h.node_index == index &&
+            h.incarnation[index] != s->incarnation[index]) {
+            error_setg(errp, "stripe: node '%s' was node index %u before "
+                       "another node was put in its place: its data is out "
+                       "of date; give a blank node", name, index);
+            return -1;
+        }
         if (!memcmp(h.uuid, s->uuid, sizeof(s->uuid)) &&
             h.node_index == index) {
             why = stripe_replacement_split_brain(s, &h);

@@ -32,7 +32,8 @@
  *  96  failed              u64 (with STRIPE_INCOMPAT_COPIES, else zero)
  * 104  bitmap_region       u64 (with STRIPE_INCOMPAT_BITMAP, else zero)
  * 112  bitmap_offset       u64 (with STRIPE_INCOMPAT_BITMAP, else zero)
- * 120  reserved, zero
+ * 120  incarnation[64]     u32 each (with STRIPE_COMPAT_INCARNATIONS)
+ * 376  reserved, zero
  * 508  crc32 (zlib) of bytes 0..507
  */
 enum {
@@ -52,6 +53,7 @@ enum {
     OFF_FAILED = 96,
     OFF_BITMAP_REGION = 104,
     OFF_BITMAP_OFFSET = 112,
+    OFF_INCARNATION = 120,
     OFF_CRC = STRIPE_HEADER_SIZE - 4,
 };
 
@@ -98,6 +100,8 @@ static bool is_pow2(uint64_t v)
 
 void stripe_header_encode(const StripeHeader *h, uint8_t *buf)
 {
+    int i;
+
     memset(buf, 0, STRIPE_HEADER_SIZE);
     memcpy(buf + OFF_MAGIC, STRIPE_MAGIC, STRIPE_MAGIC_LEN);
     put_le32(buf + OFF_VERSION, h->version);
@@ -108,7 +112,10 @@ void stripe_header_encode(const StripeHeader *h, uint8_t *buf)
     put_le64(buf + OFF_STRIPE_UNIT, h->stripe_unit);
     put_le64(buf + OFF_VIRTUAL_SIZE, h->virtual_size);
     put_le64(buf + OFF_DATA_OFFSET, h->data_offset);
-    put_le64(buf + OFF_COMPAT, h->compat_features);
+    /* the bit says whether there is a list of incarnations */
+    put_le64(buf + OFF_COMPAT,
+             (h->compat_features & ~STRIPE_COMPAT_INCARNATIONS) |
+             (h->copies > 1 ? STRIPE_COMPAT_INCARNATIONS : 0));
     /* the bit says whether there is a copy count: set exactly then */
     put_le64(buf + OFF_INCOMPAT,
              (h->incompat_features & ~STRIPE_INCOMPAT_COPIES) |
@@ -117,6 +124,9 @@ void stripe_header_encode(const StripeHeader *h, uint8_t *buf)
     if (h->copies > 1) {
         put_le32(buf + OFF_COPIES, h->copies);
         put_le64(buf + OFF_FAILED, h->failed);
+        for (i = 0; i < STRIPE_MAX_NODES; i++) {
+            put_le32(buf + OFF_INCARNATION + 4 * i, h->incarnation[i]);
+        }
     }
     if (h->incompat_features & STRIPE_INCOMPAT_BITMAP) {
         put_le64(buf + OFF_BITMAP_REGION, h->bitmap_region);
@@ -229,6 +239,7 @@ StripeHeaderStatus stripe_header_decode(const uint8_t *buf, size_t len,
                                         StripeHeader *h, char **errmsg)
 {
     uint32_t crc;
+    int i;
 
     if (len < STRIPE_HEADER_SIZE) {
         set_err(errmsg, "node is smaller than a stripe header");
@@ -269,6 +280,11 @@ StripeHeaderStatus stripe_header_decode(const uint8_t *buf, size_t len,
                        get_le64(buf + OFF_BITMAP_REGION) : 0;
     h->bitmap_offset = h->incompat_features & STRIPE_INCOMPAT_BITMAP ?
                        get_le64(buf + OFF_BITMAP_OFFSET) : 0;
+    for (i = 0; i < STRIPE_MAX_NODES; i++) {
+        h->incarnation[i] =
+            h->compat_features & STRIPE_COMPAT_INCARNATIONS ?
+            get_le32(buf + OFF_INCARNATION + 4 * i) : 0;
+    }
 
     if (h->version != STRIPE_VERSION) {
         set_err(errmsg, "stripe header version %u is not supported "
@@ -720,6 +736,24 @@ bool stripe_assemble_absent(const StripeHeader *hdrs,
             return false;
         }
     }
+
+    for (i = 0; i < count; i++) {
+        if (is_absent(absent, i)) {
+            continue;
+        }
+        idx = hdrs[i].node_index;
+        if (hdrs[i].incarnation[idx] != hdrs[newest].incarnation[idx]) {
+            *errnode = i;
+            set_err(errmsg, "was node index %u before another node was put "
+                    "in its place (incarnation %08" PRIx32 ", the image's %08"
+                    PRIx32 "): its data is out of date; give the node that "
+                    "replaced it", idx, hdrs[i].incarnation[idx],
+                    hdrs[newest].incarnation[idx]);
+            return false;
+        }
+    }
+    memcpy(out->incarnation, hdrs[newest].incarnation,
+           sizeof(out->incarnation));
 
     stripe_geometry_init(&out->geo, hdrs[newest].virtual_size,
                          ref->stripe_unit, ref->data_offset, count);

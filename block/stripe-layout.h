@@ -73,7 +73,13 @@
 #define STRIPE_INCOMPAT_BITMAP  (UINT64_C(1) << 1)
 #define STRIPE_INCOMPAT_KNOWN   (STRIPE_INCOMPAT_COPIES | \
                                  STRIPE_INCOMPAT_BITMAP)
-#define STRIPE_COMPAT_KNOWN     UINT64_C(0)
+/*
+ * STRIPE_COMPAT_INCARNATIONS: a replicated image's headers list, per
+ * node index, which node holds it (StripeHeader.incarnation).  A build
+ * that does not know the bit ignores the list, and writes none.
+ */
+#define STRIPE_COMPAT_INCARNATIONS  (UINT64_C(1) << 0)
+#define STRIPE_COMPAT_KNOWN     STRIPE_COMPAT_INCARNATIONS
 
 typedef struct StripeHeader {
     uint32_t version;
@@ -96,6 +102,13 @@ typedef struct StripeHeader {
     /* with STRIPE_INCOMPAT_BITMAP, else zero */
     uint64_t bitmap_region;     /* bytes of guest data per bit */
     uint64_t bitmap_offset;     /* where the bitmap starts on the node */
+    /*
+     * With copies > 1, per node index: which node holds it.  Zero for the
+     * node it was created on; a new random value each time another node
+     * is put in its place (stripe-node-replace), so that the node it
+     * replaced, out of date, is never taken for it.
+     */
+    uint32_t incarnation[STRIPE_MAX_NODES];
 } StripeHeader;
 
 typedef struct StripeGeometry {
@@ -214,6 +227,8 @@ typedef struct StripeAssembly {
      * opened, stripe_assemble_absent()); they are in @failed too
      */
     uint64_t absent;
+    /* which node holds each index, from the newest header */
+    uint32_t incarnation[STRIPE_MAX_NODES];
     /*
      * When assembly fails because two nodes hold the same header, or
      * because each was written while the other was failed (split brain):

@@ -319,6 +319,8 @@ typedef struct BDRVStripeState {
     CoMutex resize_lock;        /* around changes of size */
     CoMutex health_lock;        /* around failure marking, header writes */
     uint64_t failed;            /* bit per node index: marked failed */
+    /* per node index, which node holds it (StripeHeader.incarnation) */
+    uint32_t incarnation[STRIPE_MAX_NODES];
     uint64_t failed_durable;    /* ... and so in the live nodes' headers */
     StripeNodeHealth *health;   /* per node index */
     int64_t node_timeout_ns;    /* replicated images; 0: wait forever */

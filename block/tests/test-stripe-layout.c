@@ -619,6 +619,55 @@ static void test_assemble_failed(void)
 }
 
 /*
+ * Node incarnations: the list survives encoding with copies only, and a
+ * node that was replaced since (its own entry older than the newest
+ * header's) is refused, while the node that replaced it is taken.
+ */
+static void test_incarnation(void)
+{
+    const uint64_t len = 64 * 1024 * 1024;
+    uint8_t buf[STRIPE_HEADER_SIZE];
+    StripeHeader h[4], out, old;
+    StripeAssembly as;
+    char *msg = NULL;
+    int errnode, i;
+
+    make_replicated(h, 4, 2);
+    h[0].incarnation[1] = 0x1234abcd;
+    stripe_header_encode(&h[0], buf);
+    sc_assert_cmpi(stripe_header_decode(buf, sizeof(buf), &out, NULL), ==,
+                   STRIPE_HEADER_OK);
+    sc_assert_cmpu(out.incarnation[1], ==, 0x1234abcd);
+    sc_assert_cmpu(out.compat_features, ==, STRIPE_COMPAT_INCARNATIONS);
+    h[0].copies = 1;
+    stripe_header_encode(&h[0], buf);
+    sc_assert_cmpi(stripe_header_decode(buf, sizeof(buf), &out, NULL), ==,
+                   STRIPE_HEADER_OK);
+    sc_assert_cmpu(out.incarnation[1], ==, 0);
+    sc_assert_cmpu(out.compat_features, ==, 0);
+
+    /* Node 1 failed at generation 2, then replaced at generation 3. */
+    make_replicated(h, 4, 2);
+    old = h[1];
+    for (i = 0; i < 4; i++) {
+        h[i].incarnation[1] = 0x5eed;
+        h[i].generation = 3;
+    }
+    h[1].generation = 4;                /* rebuilt, marked live */
+    g_assert(assemble(h, 4, len, &as, &errnode, &msg));
+    sc_assert_cmpu(as.failed, ==, 0);
+    sc_assert_cmpu(as.incarnation[1], ==, 0x5eed);
+
+    /* The node it replaced, given instead: refused, not read as stale. */
+    h[1] = old;
+    g_assert(!assemble(h, 4, len, &as, &errnode, &msg));
+    sc_assert_cmpi(errnode, ==, 1);
+    sc_assert(strstr(msg, "was node index 1 before another node was put in "
+                     "its place"));
+    g_free(msg);
+}
+
+/*
  * The write-intent bitmap: its fields survive encoding only with their
  * incompatible bit, need copies, must fit before the data, and every node
  * must agree on them.
@@ -726,5 +775,6 @@ int main(int argc, char **argv)
     g_test_add_func("/stripe-layout/assemble-failed", test_assemble_failed);
     g_test_add_func("/stripe-layout/assemble-absent", test_assemble_absent);
     g_test_add_func("/stripe-layout/bitmap", test_bitmap);
+    g_test_add_func("/stripe-layout/incarnation", test_incarnation);
     return g_test_run();
 }
