@@ -145,8 +145,16 @@ def fio_export(workdir, blockdev, rw, bs, qd, runtime, size, extra=()):
 
 
 def median(values):
+    """The middle value; with an even count, the mean of the two middle
+    ones (not the upper one: two runs are not a best of two).  Of tuples,
+    the median of each field."""
+    values = list(values)
+    if values and isinstance(values[0], tuple):
+        return tuple(median(field) for field in zip(*values))
     values = sorted(values)
-    return values[len(values) // 2]
+    mid = len(values) // 2
+    return values[mid] if len(values) % 2 else \
+        (values[mid - 1] + values[mid]) / 2
 
 
 def alternate(reps, *fns):

@@ -312,9 +312,15 @@ if [ -n "$killer" ]; then
     killer=""
     sed 's/^/   /' "$LOGS/kill.log"
     [ $rc = 0 ] || die "node $SICK was not killed and restarted during boot 1"
-    echo "   node $SICK: $("$VM/guest-report" node-state \
-        --stats "$LOGS/boot1.stats.json" --node $SICK); the guest saw no" \
-         "error (failed requests: 0 above)"
+    state=$("$VM/guest-report" node-state --stats "$LOGS/boot1.stats.json" \
+        --node $SICK)
+    # the kill must have been noticed, and gone on from without an error
+    case "$state" in
+    failed*) ;;
+    *) die "node $SICK was killed but not marked failed ($state)" ;;
+    esac
+    echo "   node $SICK: $state; the guest saw no error (failed" \
+         "requests: 0 above)"
 fi
 took
 
