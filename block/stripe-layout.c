@@ -112,10 +112,7 @@ void stripe_header_encode(const StripeHeader *h, uint8_t *buf)
     put_le64(buf + OFF_STRIPE_UNIT, h->stripe_unit);
     put_le64(buf + OFF_VIRTUAL_SIZE, h->virtual_size);
     put_le64(buf + OFF_DATA_OFFSET, h->data_offset);
-    /* the bit says whether there is a list of incarnations */
-    put_le64(buf + OFF_COMPAT,
-             (h->compat_features & ~STRIPE_COMPAT_INCARNATIONS) |
-             (h->copies > 1 ? STRIPE_COMPAT_INCARNATIONS : 0));
+    put_le64(buf + OFF_COMPAT, h->compat_features);
     /* the bit says whether there is a copy count: set exactly then */
     put_le64(buf + OFF_INCOMPAT,
              (h->incompat_features & ~STRIPE_INCOMPAT_COPIES) |
@@ -124,6 +121,8 @@ void stripe_header_encode(const StripeHeader *h, uint8_t *buf)
     if (h->copies > 1) {
         put_le32(buf + OFF_COPIES, h->copies);
         put_le64(buf + OFF_FAILED, h->failed);
+    }
+    if (h->compat_features & STRIPE_COMPAT_INCARNATIONS) {
         for (i = 0; i < STRIPE_MAX_NODES; i++) {
             put_le32(buf + OFF_INCARNATION + 4 * i, h->incarnation[i]);
         }
