@@ -322,12 +322,14 @@ void qmp_stripe_node_resync(const char *job_id, const char *node_name,
     }
     s = bs->opaque;
     if (!stripe_failed_reachable(s) && !stripe_bitmap_dirty_regions(s)) {
-        if (qatomic_read(&s->absent)) {
+        uint64_t absent = qatomic_read(&s->absent);
+
+        if (absent) {
             error_setg(errp, "stripe: node '%s' has nothing to resync: its "
                        "failed nodes could not be opened (node index %d: "
                        "%s); give one back with stripe-node-replace",
-                       node_name, ctz64(qatomic_read(&s->absent)),
-                       stripe_node_name(s, ctz64(qatomic_read(&s->absent))));
+                       node_name, ctz64(absent),
+                       stripe_node_name(s, ctz64(absent)));
         } else {
             error_setg(errp, "stripe: node '%s' has no failed node and no "
                        "dirty region: nothing to resync", node_name);
@@ -460,15 +462,13 @@ static int stripe_replacement_kind(BlockDriverState *bs, uint32_t index,
         char uuid[37];
 
         if (!memcmp(h.uuid, s->uuid, sizeof(s->uuid)) &&
-            h.node_index == index &&
-            h.incarnation[index] != s->incarnation[index]) {
-            error_setg(errp, "stripe: node '%s' was node index %u before "
-                       "another node was put in its place: its data is out "
-                       "of date; give a blank node", name, index);
-            return -1;
-        }
-        if (!memcmp(h.uuid, s->uuid, sizeof(s->uuid)) &&
             h.node_index == index) {
+            if (h.incarnation[index] != s->incarnation[index]) {
+                error_setg(errp, "stripe: node '%s' was node index %u before "
+                           "another node was put in its place: its data is "
+                           "out of date; give a blank node", name, index);
+                return -1;
+            }
             why = stripe_replacement_split_brain(s, &h);
             if (!why) {
                 return 1;
