@@ -734,12 +734,6 @@ bool stripe_assemble_absent(const StripeHeader *hdrs,
                     hdrs[i].generation);
             return false;
         }
-    }
-
-    for (i = 0; i < count; i++) {
-        if (is_absent(absent, i)) {
-            continue;
-        }
         idx = hdrs[i].node_index;
         if (hdrs[i].incarnation[idx] != hdrs[newest].incarnation[idx]) {
             *errnode = i;
