@@ -22,7 +22,9 @@
  * without it: the request is in flight on the node (and on any filter
  * between), and QEMU changes a node's edges only with the node drained,
  * which waits for its requests.  Detaching the node therefore still waits
- * for it (close, stripe-node-replace refuses meanwhile).
+ * for it: close does.  stripe-node-replace parks the edge instead
+ * (StripeNodeEdge): each request keeps the edge it began on, and counts
+ * as outstanding there, so the node put in its place owes nothing.
  *
  * The copies of one write are one group: one buffer holds their data,
  * and one timer bounds them all, so that a second copy costs little
@@ -48,6 +50,7 @@ typedef struct StripeNodeGroup StripeNodeGroup;
 typedef struct StripeGroupMember {
     StripeNodeGroup *group;
     uint32_t node;
+    StripeNodeEdge *edge;   /* node's edge as the group began */
     int64_t node_offset;
     int ret;
     bool done;
@@ -92,12 +95,11 @@ static bool stripe_op_changes_data(StripeOp op)
 static bool coroutine_fn stripe_group_member_may_send(StripeGroupMember *m)
 {
     StripeNodeGroup *g = m->group;
-    BDRVStripeState *s = g->bs->opaque;
 
     if (!stripe_op_changes_data(g->op)) {
         return true;
     }
-    while (qatomic_read(&s->health[m->node].outstanding)) {
+    while (qatomic_read(&m->edge->outstanding)) {
         if (g->given_up) {
             return false;
         }
@@ -148,14 +150,12 @@ static void coroutine_fn stripe_group_member_entry(void *opaque)
 {
     StripeGroupMember *m = opaque;
     StripeNodeGroup *g = m->group;
-    BDRVStripeState *s = g->bs->opaque;
 
     if (stripe_group_member_may_send(m)) {
         stripe_group_member_rdlock(m);
-        m->ret = stripe_co_node_request_counted(g->bs, m->node, g->op,
-                                                m->node_offset, g->bytes,
-                                                g->qiov, g->qiov_offset,
-                                                g->flags);
+        m->ret = stripe_co_edge_request(g->bs, m->node, m->edge, g->op,
+                                        m->node_offset, g->bytes, g->qiov,
+                                        g->qiov_offset, g->flags);
         stripe_group_member_rdunlock(m);
     } else {
         m->ret = -ETIMEDOUT;
@@ -169,9 +169,7 @@ static void coroutine_fn stripe_group_member_entry(void *opaque)
         return;
     }
     trace_stripe_node_late_answer(g->bs, m->node, g->op, m->ret);
-    /* the group's last access to @s: stripe_wait_outstanding() */
-    qatomic_dec(&s->health[m->node].outstanding);
-    aio_wait_kick();
+    stripe_edge_answered(g->bs, m->edge);
     if (!g->pending) {
         g_free(g);
     }
@@ -206,6 +204,7 @@ static StripeNodeGroup *stripe_node_group_new(BDRVStripeState *s,
         g->members[i].group = g;
         g->members[i].node = nodes[i];
         g->members[i].node_offset = node_offsets[i];
+        g->members[i].edge = qatomic_read(&s->edges[nodes[i]]);
     }
     if (own_buffer) {
         g->buf = QEMU_ALIGN_PTR_UP((char *)g + size, align);
@@ -233,12 +232,15 @@ stripe_co_node_requests_timed(BlockDriverState *bs, uint32_t count,
     uint32_t i;
 
     assert(count && (op != STRIPE_OP_READ || count == 1));
-    if (count == 1 && !timeout_ns &&
-        !qatomic_read(&s->health[nodes[0]].outstanding)) {
-        rets[0] = stripe_co_node_request_counted(bs, nodes[0], op,
-                                                 node_offsets[0], bytes,
-                                                 qiov, qiov_offset, flags);
-        return;
+    if (count == 1 && !timeout_ns) {
+        StripeNodeEdge *edge = qatomic_read(&s->edges[nodes[0]]);
+
+        if (!qatomic_read(&edge->outstanding)) {
+            rets[0] = stripe_co_edge_request(bs, nodes[0], edge, op,
+                                             node_offsets[0], bytes, qiov,
+                                             qiov_offset, flags);
+            return;
+        }
     }
 
     g = stripe_node_group_new(s, count, nodes, node_offsets, bytes,
@@ -286,7 +288,7 @@ stripe_co_node_requests_timed(BlockDriverState *bs, uint32_t count,
             continue;
         }
         qatomic_inc(&s->health[m->node].timeouts);
-        qatomic_inc(&s->health[m->node].outstanding);
+        qatomic_inc(&m->edge->outstanding);
         trace_stripe_node_timeout(bs, m->node, op, m->node_offset, bytes);
         rets[i] = -ETIMEDOUT;
     }
@@ -318,19 +320,40 @@ stripe_co_node_request_timed(BlockDriverState *bs, uint32_t node,
     return ret;
 }
 
+/* Requests given up on that node index @node's present edge still owes. */
+uint64_t stripe_node_outstanding(BDRVStripeState *s, uint32_t node)
+{
+    return qatomic_read(&qatomic_read(&s->edges[node])->outstanding);
+}
+
+/* Whether any edge, parked ones too, owes answers or is being answered. */
+static bool stripe_owes_answers(BDRVStripeState *s)
+{
+    StripeNodeEdge *edge;
+    uint32_t i;
+
+    for (i = 0; s->edges && i < s->node_count; i++) {
+        if (qatomic_read(&s->edges[i]->outstanding)) {
+            return true;
+        }
+    }
+    QSLIST_FOREACH(edge, &s->parked, next) {
+        if (qatomic_read(&edge->outstanding)) {
+            return true;
+        }
+    }
+    return qatomic_read(&s->late_answers);
+}
+
 /*
  * Before the state goes away at close: requests given up on use it until
- * their node answers.  Detaching the nodes would wait for them just as
- * long (a drain).
+ * their node answers, parked edges' too.  Detaching the nodes would wait
+ * for them just as long (a drain).
  */
 void stripe_wait_outstanding(BlockDriverState *bs)
 {
     BDRVStripeState *s = bs->opaque;
-    uint32_t i;
 
     GLOBAL_STATE_CODE();
-    for (i = 0; s->health && i < s->node_count; i++) {
-        AIO_WAIT_WHILE_UNLOCKED(NULL,
-                                qatomic_read(&s->health[i].outstanding));
-    }
+    AIO_WAIT_WHILE_UNLOCKED(NULL, stripe_owes_answers(s));
 }

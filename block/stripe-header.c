@@ -145,9 +145,13 @@ int GRAPH_RDLOCK stripe_assemble_nodes(BlockDriverState *bs,
     s->given_pos = g_new(uint32_t, count);
     s->stale = g_new(bool, count);
     s->health = g_new0(StripeNodeHealth, count);
+    s->edges = g_new0(StripeNodeEdge *, count);
     s->failed = s->failed_durable = as.failed & ~as.absent;
     for (i = 0; i < count; i++) {
         s->nodes[i] = given[as.order[i]];
+        s->edges[i] = g_new0(StripeNodeEdge, 1);
+        s->edges[i]->child = s->nodes[i];
+        s->edges[i]->index = i;
         s->given_pos[i] = as.order[i];
         s->stale[i] = as.stale[i];
         if ((as.absent >> i) & 1) {
@@ -334,7 +338,7 @@ stripe_co_write_header_timed(BlockDriverState *bs, uint32_t node,
     if (s->geo.copies == 1) {
         return stripe_co_write_header(s->nodes[node], h, errp);
     }
-    if (!qatomic_read(&s->health[node].outstanding)) {
+    if (!stripe_node_outstanding(s, node)) {
         stripe_header_encode(h, buf);
         qemu_iovec_init_buf(&qiov, buf, sizeof(buf));
         ret = stripe_co_node_request_timed(bs, node, STRIPE_OP_WRITE, 0,

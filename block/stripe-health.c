@@ -27,23 +27,26 @@
 #include "stripe.h"
 #include "trace.h"
 
-/* One node request, counted for query-blockstats. */
+/*
+ * One request to node index @node over @edge (its edge when the request
+ * began: it may be parked meanwhile), counted for query-blockstats.
+ */
 int coroutine_fn GRAPH_RDLOCK
-stripe_co_node_request_counted(BlockDriverState *bs, uint32_t node,
-                               StripeOp op, int64_t node_offset,
-                               int64_t bytes, QEMUIOVector *qiov,
-                               size_t qiov_offset, BdrvRequestFlags flags)
+stripe_co_edge_request(BlockDriverState *bs, uint32_t node,
+                       StripeNodeEdge *edge, StripeOp op,
+                       int64_t node_offset, int64_t bytes,
+                       QEMUIOVector *qiov, size_t qiov_offset,
+                       BdrvRequestFlags flags)
 {
     BDRVStripeState *s = bs->opaque;
-    StripeNodeHealth *h = &s->health[node];
     int ret;
 
-    qatomic_inc(&h->in_flight);
-    ret = stripe_node_request(s->nodes[node], op, node_offset, bytes, qiov,
+    qatomic_inc(&edge->in_flight);
+    ret = stripe_node_request(edge->child, op, node_offset, bytes, qiov,
                               qiov_offset, flags);
-    qatomic_dec(&h->in_flight);
+    qatomic_dec(&edge->in_flight);
     if (ret < 0) {
-        qatomic_inc(&h->errors);
+        qatomic_inc(&s->health[node].errors);
     }
     return ret;
 }

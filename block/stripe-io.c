@@ -232,7 +232,7 @@ static uint32_t stripe_pick_copies(BDRVStripeState *s, uint64_t offset,
             continue;
         }
         if (pick == STRIPE_PICK_IDLEST) {
-            busy = qatomic_read(&s->health[node].in_flight);
+            busy = qatomic_read(&qatomic_read(&s->edges[node])->in_flight);
             if (busy < least) {
                 least = busy;
                 copies[0] = copy;

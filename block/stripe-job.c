@@ -16,7 +16,9 @@
  * new node takes its index and gets a header older than the live nodes'
  * (so that a restart still sees it failed), every region is set in the
  * bitmap of the live nodes (so that a resync after a crash copies all of
- * it too), and the job copies every region.
+ * it too), and the job copies every region.  The failed node may still
+ * owe answers, forever if its target is gone for good: it is parked
+ * rather than detached (stripe-edge.c).
  */
 
 #include "qemu/osdep.h"
@@ -111,10 +113,10 @@ static bool coroutine_fn stripe_resync_job_wait_answers(StripeResyncJob *sj)
 
     for (i = 0; i < s->node_count; i++) {
         while (((failed >> i) & 1) &&
-               qatomic_read(&s->health[i].outstanding) &&
+               stripe_node_outstanding(s, i) &&
                !job_is_cancelled(job)) {
             trace_stripe_resync_job_wait_answers(sj->bs, i,
-                qatomic_read(&s->health[i].outstanding));
+                stripe_node_outstanding(s, i));
             job_sleep_ns(job, STRIPE_RESYNC_ANSWER_POLL_NS);
         }
     }
@@ -503,7 +505,6 @@ void qmp_stripe_node_replace(const char *job_id, const char *node_name,
     BlockDriverState *bs, *new_bs;
     BDRVStripeState *s;
     StripeResyncJob *sj;
-    uint64_t outstanding;
     int kind, ret;
 
     GLOBAL_STATE_CODE();
@@ -521,20 +522,6 @@ void qmp_stripe_node_replace(const char *job_id, const char *node_name,
         error_setg(errp, "stripe: node index %u (%s) is not failed: only a "
                    "failed node can be replaced", index,
                    stripe_node_name(s, index));
-        return;
-    }
-    /*
-     * Detaching a node waits for its requests (a drain, which waits for
-     * requests given up on too): ask the operator, do not hang.
-     */
-    outstanding = qatomic_read(&s->health[index].outstanding);
-    if (outstanding) {
-        error_setg(errp, "stripe: node index %u (%s) has not answered %"
-                   PRIu64 " requests given up on, and cannot be detached "
-                   "before it does: bring its target back (even with the LUN "
-                   "offline), or mirror the disk to new storage "
-                   "(blockdev-mirror)", index,
-                   stripe_node_name(s, index), outstanding);
         return;
     }
     new_bs = bdrv_find_node(new_node);
@@ -557,7 +544,7 @@ void qmp_stripe_node_replace(const char *job_id, const char *node_name,
     if (!sj) {
         return;
     }
-    ret = bdrv_replace_child_bs(s->nodes[index], new_bs, errp);
+    ret = stripe_swap_node(bs, index, new_bs, errp);
     if (ret < 0) {
         stripe_job_drop(bs, sj);
         return;

@@ -311,7 +311,7 @@ static bool coroutine_fn stripe_resync_co_node_answers(BlockDriverState *bs,
     QEMUIOVector qiov;
     int ret;
 
-    if (qatomic_read(&s->health[node].outstanding)) {
+    if (stripe_node_outstanding(s, node)) {
         return false;
     }
     qemu_iovec_init_buf(&qiov, buf, BDRV_SECTOR_SIZE);

@@ -70,6 +70,34 @@ static StripeBitmapStats *stripe_bitmap_stats(BDRVStripeState *s)
     return st;
 }
 
+/*
+ * The nodes replaced while they owed answers, still attached: an operator
+ * waiting to delete one sees what it owes.  query-blockstats runs in the
+ * main loop, where alone the list changes.
+ */
+static StripeParkedNodeList *stripe_parked_stats(BDRVStripeState *s)
+{
+    StripeParkedNodeList *list = NULL, **tail = &list;
+    StripeNodeEdge *edge;
+
+    QSLIST_FOREACH(edge, &s->parked, next) {
+        StripeParkedNode *p;
+
+        if (!edge->child) {
+            continue;   /* detached */
+        }
+        p = g_new0(StripeParkedNode, 1);
+
+        *p = (StripeParkedNode) {
+            .index = edge->index,
+            .node_name = g_strdup(edge->child->bs->node_name),
+            .outstanding = qatomic_read(&edge->outstanding),
+        };
+        QAPI_LIST_APPEND(tail, p);
+    }
+    return list;
+}
+
 BlockStatsSpecific *stripe_get_specific_stats(BlockDriverState *bs)
 {
     BDRVStripeState *s = bs->opaque;
@@ -81,15 +109,16 @@ BlockStatsSpecific *stripe_get_specific_stats(BlockDriverState *bs)
     stats->u.stripe.nodes = s->node_count;
     for (i = 0; i < s->node_count; i++) {
         StripeNodeHealth *h = &s->health[i];
+        StripeNodeEdge *edge = qatomic_read(&s->edges[i]);
         StripeNodeStats *n = g_new0(StripeNodeStats, 1);
 
         *n = (StripeNodeStats) {
             .index = i,
             .state = stripe_node_state(s, i),
-            .in_flight = qatomic_read(&h->in_flight),
+            .in_flight = qatomic_read(&edge->in_flight),
             .errors = qatomic_read(&h->errors),
             .timeouts = qatomic_read(&h->timeouts),
-            .outstanding = qatomic_read(&h->outstanding),
+            .outstanding = qatomic_read(&edge->outstanding),
         };
         if (n->state == STRIPE_NODE_STATE_RESYNCING) {
             /* one pass brings every resyncing node back */
@@ -99,6 +128,7 @@ BlockStatsSpecific *stripe_get_specific_stats(BlockDriverState *bs)
         }
         QAPI_LIST_APPEND(tail, n);
     }
+    stats->u.stripe.parked = stripe_parked_stats(s);
     if (s->geo.bitmap_region) {
         stats->u.stripe.bitmap = stripe_bitmap_stats(s);
     }

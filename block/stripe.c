@@ -110,14 +110,27 @@ static void stripe_default_node_cache(QDict *options, const char *key,
     }
 }
 
-/* The children themselves are released by bdrv_close(). */
+/* The children themselves, parked ones too, are released by bdrv_close(). */
 static void stripe_free_node_map(BDRVStripeState *s)
 {
+    uint32_t i;
+
+    for (i = 0; s->edges && i < s->node_count; i++) {
+        g_free(s->edges[i]);
+    }
+    while (!QSLIST_EMPTY(&s->parked)) {
+        StripeNodeEdge *edge = QSLIST_FIRST(&s->parked);
+
+        QSLIST_REMOVE_HEAD(&s->parked, next);
+        g_free(edge);
+    }
+    g_free(s->edges);
     g_free(s->nodes);
     g_free(s->given_pos);
     g_free(s->stale);
     g_free(s->health);
     stripe_absent_free_all(s);
+    s->edges = NULL;
     s->nodes = NULL;
     s->given_pos = NULL;
     s->stale = NULL;

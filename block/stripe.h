@@ -224,14 +224,31 @@ typedef struct StripeCache {
 } StripeCache;
 
 /*
- * Per node, replicated images: counters read by query-blockstats, atomic.
+ * Per node index, replicated images: counters read by query-blockstats,
+ * atomic.  They outlive a replace: the index's history.
  */
 typedef struct StripeNodeHealth {
-    uint64_t in_flight;         /* node requests now */
     uint64_t errors;            /* node requests that failed */
     uint64_t timeouts;          /* ... that were given up on */
-    uint64_t outstanding;       /* given up on and not answered yet */
 } StripeNodeHealth;
+
+/*
+ * The image's edge to one node, as its requests see it: a request given
+ * up on keeps its edge until the node answers, however long that is
+ * (stripe-deadline.c).  When stripe-node-replace puts another node in
+ * the place of one that still owes answers, its edge is parked, not
+ * detached: detaching drains the node, which waits for those answers,
+ * forever for a target gone for good.  A parked edge is detached once
+ * its node has answered everything (stripe-edge.c), and freed at close.
+ */
+typedef struct StripeNodeEdge {
+    BdrvChild *child;           /* NULL once a parked edge is detached */
+    uint32_t index;             /* the node index it was the edge of */
+    uint64_t in_flight;         /* atomic: node requests now */
+    uint64_t outstanding;       /* atomic: given up on, not answered yet */
+    bool parked;                /* atomic: set once, main loop */
+    QSLIST_ENTRY(StripeNodeEdge) next;  /* in BDRVStripeState.parked */
+} StripeNodeEdge;
 
 /*
  * The write-intent bitmap (stripe-bitmap.c).  @lock covers every field
@@ -296,6 +313,11 @@ typedef struct StripeResync {
  *     absent_nodes[]: set at open, freed only at close, so that a reader
  *     that saw a bit just before it was cleared still finds its entry;
  *   - health[]: atomic counters;
+ *   - edges[], parked: stripe-node-replace (main loop, the image
+ *     drained) swaps an index's edge; a request reads its edge once, and
+ *     an edge is freed only at close (their counters are atomic); the
+ *     parked list changes in the main loop only;
+ *   - late_answers: atomic, see stripe_edge_answered();
  *   - bitmap, resync: see their structures;
  *   - node_timeout_ns, auto_resync: open and reopen commit, read
  *     atomically;
@@ -327,6 +349,10 @@ typedef struct BDRVStripeState {
     bool auto_resync;           /* start a resync when writable */
     uint32_t node_count;
     BdrvChild **nodes;          /* indexed by node index (assembled order) */
+    StripeNodeEdge **edges;     /* ... and their edges: edges[i]->child */
+    QSLIST_HEAD(, StripeNodeEdge) parked;   /* replaced, owing answers */
+    uint32_t parked_count;      /* edges ever parked: their child names */
+    unsigned late_answers;      /* being counted off a parked edge */
     uint32_t *given_pos;        /* nodes[i] was the given_pos[i]-th node */
     bool *stale;                /* header older than s->generation */
     /* bit per node index: not opened, a stand-in instead; also failed */
@@ -522,10 +548,11 @@ stripe_co_commit_generation(BlockDriverState *bs, Error **errp);
 int coroutine_fn GRAPH_RDLOCK
 stripe_co_mark_live(BlockDriverState *bs, uint32_t node, Error **errp);
 int coroutine_fn GRAPH_RDLOCK
-stripe_co_node_request_counted(BlockDriverState *bs, uint32_t node,
-                               StripeOp op, int64_t node_offset,
-                               int64_t bytes, QEMUIOVector *qiov,
-                               size_t qiov_offset, BdrvRequestFlags flags);
+stripe_co_edge_request(BlockDriverState *bs, uint32_t node,
+                       StripeNodeEdge *edge, StripeOp op,
+                       int64_t node_offset, int64_t bytes,
+                       QEMUIOVector *qiov, size_t qiov_offset,
+                       BdrvRequestFlags flags);
 
 /* stripe-bitmap.c */
 int GRAPH_RDLOCK stripe_bitmap_open(BlockDriverState *bs, Error **errp);
@@ -614,6 +641,12 @@ stripe_co_node_request_timed(BlockDriverState *bs, uint32_t node,
                              QEMUIOVector *qiov, size_t qiov_offset,
                              BdrvRequestFlags flags);
 void stripe_wait_outstanding(BlockDriverState *bs);
+uint64_t stripe_node_outstanding(BDRVStripeState *s, uint32_t node);
+
+/* stripe-edge.c */
+int stripe_swap_node(BlockDriverState *bs, uint32_t index,
+                     BlockDriverState *new_bs, Error **errp);
+void stripe_edge_answered(BlockDriverState *bs, StripeNodeEdge *edge);
 
 /* stripe-stats.c */
 BlockStatsSpecific *stripe_get_specific_stats(BlockDriverState *bs);
