@@ -326,21 +326,26 @@ static bool coroutine_fn stripe_resync_co_node_answers(BlockDriverState *bs,
 
 /*
  * After a pass that left a node failed (it failed again, or a region could
- * not be read): wait, longer each time, until a failed node answers.
- * Returns the nodes to bring back in the next pass, 0 when the worker
- * must end.
+ * not be read): wait until a failed node answers.  Each wait is twice the
+ * last one, up to STRIPE_RESYNC_RETRY_MAX_NS, for as long as the worker
+ * runs (@wait_ns): a node that answers reads but fails every write (a
+ * thin LUN out of space, a LUN gone read-only) would otherwise cost a
+ * pass and a warning every STRIPE_RESYNC_RETRY_MIN_NS.  Returns the nodes
+ * to bring back in the next pass, 0 when the worker must end.
  */
 static uint64_t coroutine_fn stripe_resync_co_wait_retry(BlockDriverState *bs,
-                                                         void *buf)
+                                                         void *buf,
+                                                         int64_t *wait_ns)
 {
     BDRVStripeState *s = bs->opaque;
-    int64_t wait_ns = STRIPE_RESYNC_RETRY_MIN_NS;
     uint64_t failed, answers;
     uint32_t i;
 
     for (;;) {
+        trace_stripe_resync_retry(bs, *wait_ns / SCALE_MS);
         qemu_co_sleep_ns_wakeable(&s->resync.sleep, QEMU_CLOCK_REALTIME,
-                                  wait_ns);
+                                  *wait_ns);
+        *wait_ns = MIN(*wait_ns * 2, STRIPE_RESYNC_RETRY_MAX_NS);
         if (!stripe_resync_co_checkpoint(s) ||
             !qatomic_read(&s->auto_resync)) {
             return 0;
@@ -363,7 +368,6 @@ static uint64_t coroutine_fn stripe_resync_co_wait_retry(BlockDriverState *bs,
         if (answers) {
             return answers;
         }
-        wait_ns = MIN(wait_ns * 2, STRIPE_RESYNC_RETRY_MAX_NS);
     }
 }
 
@@ -373,6 +377,7 @@ static void coroutine_fn stripe_resync_entry(void *opaque)
     BDRVStripeState *s = bs->opaque;
     void *buf = qemu_try_blockalign(bs, STRIPE_RESYNC_BUF);
     uint64_t nodes = UINT64_MAX;
+    int64_t wait_ns = STRIPE_RESYNC_RETRY_MIN_NS;
     int ret;
 
     while (buf && nodes && stripe_resync_co_checkpoint(s)) {
@@ -386,7 +391,7 @@ static void coroutine_fn stripe_resync_entry(void *opaque)
         warn_report("stripe: the resync left a node failed (%s); it goes on "
                     "once the node answers", ret < 0 ? strerror(-ret) :
                     "it failed again");
-        nodes = stripe_resync_co_wait_retry(bs, buf);
+        nodes = stripe_resync_co_wait_retry(bs, buf, &wait_ns);
     }
     qemu_vfree(buf);
     qatomic_set(&s->resync.co, NULL);
