@@ -31,6 +31,7 @@
 #include "block/qdict.h"
 #include "qobject/qdict.h"
 #include "qobject/qjson.h"
+#include "qemu/cutils.h"
 #include "stripe.h"
 #include "trace.h"
 
@@ -124,6 +125,81 @@ BdrvChild *stripe_open_node(BlockDriverState *bs, QDict *options,
     a->why = why;
     *absent = a;
     return child;
+}
+
+/*
+ * The local file that the node given as @a names, if any: its filename,
+ * for the file or host_device driver or none (probed), or that of the
+ * "file" below a format or filter node.
+ */
+static const char *stripe_absent_path(StripeAbsentNode *a)
+{
+    QDict *opts = a->opts;
+    int depth;
+
+    for (depth = 0; opts && depth < STRIPE_NODE_FILE_DEPTH; depth++) {
+        const char *driver = qdict_get_try_str(opts, "driver");
+        const char *filename = qdict_get_try_str(opts, "filename");
+
+        if (filename && (!driver || !strcmp(driver, "file") ||
+                         !strcmp(driver, "host_device"))) {
+            strstart(filename, "file:", &filename);
+            return filename;
+        }
+        opts = qdict_get_qdict(opts, "file");
+    }
+    return NULL;
+}
+
+static const char *stripe_node_path(BlockDriverState *bs) GRAPH_RDLOCK;
+
+/* The local file under node @bs (below formats and filters), if any. */
+static const char *stripe_node_path(BlockDriverState *bs)
+{
+    int depth;
+
+    for (depth = 0; bs && depth < STRIPE_NODE_FILE_DEPTH; depth++) {
+        if (bs->drv && (!strcmp(bs->drv->format_name, "file") ||
+                        !strcmp(bs->drv->format_name, "host_device"))) {
+            return bs->filename;
+        }
+        bs = bs->file ? bs->file->bs : NULL;
+    }
+    return NULL;
+}
+
+/*
+ * Whether the node at position @pos, which could not be opened, is a node
+ * opened before it (@given[0..pos-1]) under another name: a symlink, a
+ * hard link, a path with "/./".  Then file locking refused the second
+ * open, and taking the node as absent would mark a healthy node failed
+ * in the headers: the image must not open.  Sets @errp naming both.
+ */
+bool stripe_absent_is_twin(BdrvChild **given, StripeAbsentNode **absent,
+                           uint32_t pos, Error **errp)
+{
+    const char *path = stripe_absent_path(absent[pos]);
+    struct stat st, other;
+    uint32_t i;
+
+    GRAPH_RDLOCK_GUARD_MAINLOOP();
+
+    if (!path || stat(path, &st) < 0) {
+        return false;
+    }
+    for (i = 0; i < pos; i++) {
+        const char *opened = absent[i] ? NULL : stripe_node_path(given[i]->bs);
+
+        if (opened && stat(opened, &other) == 0 &&
+            st.st_dev == other.st_dev && st.st_ino == other.st_ino) {
+            error_setg(errp, "stripe: node %u (%s) is node %u (%s) under "
+                       "another name: copies on one storage are no "
+                       "redundancy; give each node once", pos,
+                       absent[pos]->name, i, given[i]->bs->filename);
+            return true;
+        }
+    }
+    return false;
 }
 
 /* The bit per position of the nodes in @absent (per position) not NULL. */

@@ -227,6 +227,10 @@ static int stripe_open(BlockDriverState *bs, QDict *options, int flags,
             stripe_absent_free_given(absent, count);
             return -EINVAL;
         }
+        if (absent[i] && stripe_absent_is_twin(given, absent, i, errp)) {
+            stripe_absent_free_given(absent, count);
+            return -EINVAL;
+        }
     }
 
     GRAPH_RDLOCK_GUARD_MAINLOOP();

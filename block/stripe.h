@@ -378,6 +378,8 @@ BdrvChild *stripe_open_node(BlockDriverState *bs, QDict *options,
                             StripeAbsentNode **absent, Error **errp);
 void stripe_absent_node_free(StripeAbsentNode *a);
 void stripe_absent_free_given(StripeAbsentNode **absent, uint32_t count);
+bool stripe_absent_is_twin(BdrvChild **given, StripeAbsentNode **absent,
+                           uint32_t pos, Error **errp);
 uint64_t stripe_absent_positions(StripeAbsentNode **absent, uint32_t count);
 void stripe_absent_refuse(StripeAbsentNode **absent, uint32_t pos,
                           const char *why_not, Error **errp);
