@@ -80,6 +80,16 @@ class Pool:
         run([QEMU_IMG, 'create', '-f', 'stripe', '-o', opts,
              self.filename(), str(size)])
 
+    def rx_bytes(self):
+        """Bytes each node has sent to this host (a --rate pool: its veth),
+        per node: what reads cost each node, whatever the driver says."""
+        out = []
+        for n in self.info['nodes']:
+            with open('/sys/class/net/%s/statistics/rx_bytes' %
+                      n['veth_host']) as f:
+                out.append(int(f.read()))
+        return out
+
     def harness(self, op, node):
         run([HARNESS, op, '--pool-dir', self.dir, '--node', str(node)])
 
