@@ -103,7 +103,7 @@ BdrvChild *stripe_open_node(BlockDriverState *bs, QDict *options,
         a = stripe_absent_capture(options, key, filename);
     }
     /* The header is metadata: this role also keeps nodes from probing. */
-    child = bdrv_open_child(NULL, options, key, bs, &child_of_bds,
+    child = bdrv_open_child(NULL, options, key, bs, &stripe_node_class,
                             BDRV_CHILD_DATA | BDRV_CHILD_METADATA, false,
                             &why);
     if (child || !a) {
@@ -114,7 +114,7 @@ BdrvChild *stripe_open_node(BlockDriverState *bs, QDict *options,
 
     qdict_put_str(options, dkey, "null-co");
     qdict_put_bool(options, zkey, true);
-    child = bdrv_open_child(NULL, options, key, bs, &child_of_bds,
+    child = bdrv_open_child(NULL, options, key, bs, &stripe_node_class,
                             BDRV_CHILD_DATA | BDRV_CHILD_METADATA, false,
                             errp);
     if (!child) {

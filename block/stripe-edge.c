@@ -101,7 +101,7 @@ static int stripe_park_node(BlockDriverState *bs, uint32_t index,
     old->child->name = g_strdup_printf("parked.%u", s->parked_count);
     /* bdrv_attach_child() takes over this reference */
     bdrv_ref(new_bs);
-    edge->child = bdrv_attach_child(bs, new_bs, name, &child_of_bds,
+    edge->child = bdrv_attach_child(bs, new_bs, name, &stripe_node_class,
                                     old->child->role, errp);
     if (edge->child) {
         trace_stripe_node_parked(bs, index, old->child->bs->node_name,

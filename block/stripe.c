@@ -80,20 +80,19 @@ static bool stripe_parse_node_filename(QDict *options, const char *key,
  * copy-on-read: each one's "file") counts too; the option is set on the
  * node given, and its "file" children inherit it.  Other nodes keep the
  * stripe's mode: for a local file cache.direct=on means O_DIRECT, which
- * not every filesystem has.
+ * not every filesystem has.  @options are the node's own.
  */
-static void stripe_default_node_cache(QDict *options, const char *key,
-                                      int flags)
+static void stripe_default_node_cache(QDict *options, int stripe_flags)
 {
-    g_autofree char *ckey = g_strconcat(key, ".cache.direct", NULL);
-    g_autofree char *prefix = g_strdup(key);
+    g_autofree char *prefix = g_strdup("");
     int depth;
 
-    if ((flags & BDRV_O_NOCACHE) || qdict_haskey(options, ckey)) {
+    if ((stripe_flags & BDRV_O_NOCACHE) ||
+        qdict_haskey(options, BDRV_OPT_CACHE_DIRECT)) {
         return;
     }
     for (depth = 0; depth < STRIPE_NODE_FILE_DEPTH; depth++) {
-        g_autofree char *dkey = g_strconcat(prefix, ".driver", NULL);
+        g_autofree char *dkey = g_strconcat(prefix, "driver", NULL);
         const char *driver = qdict_get_try_str(options, dkey);
         char *below;
 
@@ -101,14 +100,37 @@ static void stripe_default_node_cache(QDict *options, const char *key,
             return;
         }
         if (!strcmp(driver, "rbd")) {
-            qdict_put_str(options, ckey, "on");
+            qdict_put_str(options, BDRV_OPT_CACHE_DIRECT, "on");
             return;
         }
-        below = g_strconcat(prefix, ".file", NULL);
+        below = g_strconcat(prefix, "file.", NULL);
         g_free(prefix);
         prefix = below;
     }
 }
+
+/*
+ * Where a node inherits the stripe's options: at open, and at every
+ * reopen, which computes them afresh (blockdev-reopen of a stripe with
+ * its nodes given inline would otherwise turn an rbd node's cache.direct
+ * back to the stripe's mode; QEMU's rbd driver keeps the librbd cache
+ * it opened with, so the node would say one thing and do another).
+ */
+static void stripe_inherit_node_options(BdrvChildRole role,
+                                        bool parent_is_format,
+                                        int *child_flags,
+                                        QDict *child_options,
+                                        int parent_flags,
+                                        QDict *parent_options)
+{
+    stripe_default_node_cache(child_options, parent_flags);
+    child_of_bds.inherit_options(role, parent_is_format, child_flags,
+                                 child_options, parent_flags,
+                                 parent_options);
+}
+
+/* child_of_bds, but for what a node inherits; set up at block_init. */
+BdrvChildClass stripe_node_class;
 
 /* The children themselves, parked ones too, are released by bdrv_close(). */
 static void stripe_free_node_map(BDRVStripeState *s)
@@ -218,7 +240,6 @@ static int stripe_open(BlockDriverState *bs, QDict *options, int flags,
             stripe_absent_free_given(absent, count);
             return -EINVAL;
         }
-        stripe_default_node_cache(options, key, flags);
         given[i] = stripe_open_node(bs, options, key, node_filename,
                                     &absent[i], errp);
         if (!given[i]) {
@@ -849,6 +870,8 @@ static BlockDriver bdrv_stripe = {
 
 static void bdrv_stripe_init(void)
 {
+    stripe_node_class = child_of_bds;
+    stripe_node_class.inherit_options = stripe_inherit_node_options;
     bdrv_register(&bdrv_stripe);
 }
 
