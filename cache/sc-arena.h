@@ -18,10 +18,12 @@
 typedef struct SCArena SCArena;
 
 /*
- * Reserve @slots slots of @slot_size bytes (address space only).  At most
- * @keep free slots stay resident; the memory of others is given back.
+ * Reserve @slots slots of @slot_size bytes (address space only).  The
+ * memory of a slot that stays free for @cold_us microseconds is given
+ * back (at the next get or put), but for @keep such slots.
  */
-SCArena *sc_arena_new(size_t slot_size, size_t slots, size_t keep);
+SCArena *sc_arena_new(size_t slot_size, size_t slots, size_t keep,
+                      int64_t cold_us);
 void sc_arena_free(SCArena *a);
 
 /* A free slot, or NULL when all are taken. */

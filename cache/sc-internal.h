@@ -45,8 +45,13 @@
 
 /* Limits on options and geometry */
 #define SC_MIN_SIZE (64 * SC_KiB)
-/* Free page slots an arena keeps resident (sc-arena.h). */
+/*
+ * Free page slots an arena keeps resident however long they stay free,
+ * and how long a slot must stay free before its memory is given back
+ * (sc-arena.h).
+ */
 #define SC_ARENA_KEEP_SLOTS 8
+#define SC_ARENA_COLD_US (1000 * 1000)
 #define SC_MAX_SIZE (1ULL << 40)
 #define SC_MAX_DIRTY_AGE_NS (3600 * SC_NS_PER_SEC)
 #define SC_MAX_RA_TRIGGER 65536

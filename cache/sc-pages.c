@@ -96,7 +96,7 @@ void sc_page_arenas_fit(SCCache *c)
     }
     /* The page pool keeps pages for reuse already: keep few free slots. */
     a = sc_arena_new(c->page_size, want - c->store.arena_slots,
-                     SC_ARENA_KEEP_SLOTS);
+                     SC_ARENA_KEEP_SLOTS, SC_ARENA_COLD_US);
     if (a) {
         g_ptr_array_add(c->store.arenas, a);
         c->store.arena_slots = want;
