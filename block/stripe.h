@@ -365,9 +365,11 @@ typedef struct BDRVStripeState {
     StripeResync resync;
 } BDRVStripeState;
 
+/* stripe.c: child_of_bds, with an rbd node's cache default (see there) */
+extern BdrvChildClass stripe_node_class;
+
 /* stripe-options.c */
 extern QemuOptsList stripe_runtime_opts;
-extern BdrvChildClass stripe_node_class;
 extern const char *const stripe_mutable_opts[];
 bool stripe_parse_cache_options(QemuOpts *opts, SCOptions *o, Error **errp);
 bool stripe_parse_node_timeout(QemuOpts *opts, int64_t *timeout_ns,
