@@ -76,6 +76,12 @@ QemuOptsList stripe_runtime_opts = {
                     "0 picks by node kind (default 0: 128 for rbd, else 4)",
         },
         {
+            .name = STRIPE_OPT_CACHE_EAGER_WB,
+            .type = QEMU_OPT_BOOL,
+            .help = "Write a stripe segment back as soon as writes made "
+                    "all of it dirty (default on)",
+        },
+        {
             .name = STRIPE_OPT_NODE_TIMEOUT,
             .type = QEMU_OPT_STRING,
             .help = "Replicated images: seconds after which a node that "
@@ -104,6 +110,7 @@ const char *const stripe_mutable_opts[] = {
     STRIPE_OPT_RA_DISABLE_AFTER,
     STRIPE_OPT_CACHE_BYPASS,
     STRIPE_OPT_CACHE_NODE_JOBS,
+    STRIPE_OPT_CACHE_EAGER_WB,
     STRIPE_OPT_NODE_TIMEOUT,
     STRIPE_OPT_AUTO_RESYNC,
     NULL
@@ -177,6 +184,8 @@ bool stripe_parse_cache_options(QemuOpts *opts, SCOptions *o, Error **errp)
     o->writethrough_until_flush =
         qemu_opt_get_bool(opts, STRIPE_OPT_CACHE_WT_UNTIL_FLUSH,
                           o->writethrough_until_flush);
+    o->eager_writeback = qemu_opt_get_bool(opts, STRIPE_OPT_CACHE_EAGER_WB,
+                                           o->eager_writeback);
     trigger = qemu_opt_get_number(opts, STRIPE_OPT_RA_TRIGGER,
                                   o->readahead_trigger_requests);
     if (trigger > UINT32_MAX) {

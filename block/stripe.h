@@ -62,6 +62,7 @@
 #define STRIPE_OPT_RA_DISABLE_AFTER     "readahead-disable-after-bytes"
 #define STRIPE_OPT_CACHE_BYPASS         "cache-bypass-bytes"
 #define STRIPE_OPT_CACHE_NODE_JOBS      "cache-node-jobs"
+#define STRIPE_OPT_CACHE_EAGER_WB       "cache-eager-writeback"
 #define STRIPE_MAX_DIRTY_AGE_SECS       3600
 /* Replicated images: when a node that does not answer is given up on. */
 #define STRIPE_OPT_NODE_TIMEOUT         "node-timeout"

@@ -129,6 +129,7 @@ void sc_cache_free(SCCache *c)
     sc_store_clear(c);
     sc_tickets_free_all(c);
     sc_arounds_free_all(c);
+    sc_wb_full_clear(c);
     g_hash_table_destroy(c->store.table);
     /* the caller's reads are done: every lingering page is free now */
     sc_pages_reap(c);

@@ -19,6 +19,7 @@ void sc_options_init_defaults(SCOptions *opts)
     opts->target_dirty = 16 * SC_MiB;
     opts->max_dirty_age_ns = SC_NS_PER_SEC;
     opts->writethrough_until_flush = true;
+    opts->eager_writeback = true;
     opts->readahead_trigger_requests = 10;
     opts->readahead_max_bytes = 2 * SC_MiB;
     opts->readahead_disable_after_bytes = 0;

@@ -180,6 +180,7 @@ static void write_apply(SCCache *c, uint64_t start, uint64_t end,
         }
     }
     sc_ext_merge_range(c, start, end);
+    sc_wb_note_write(c, start, end, now_ns);
 }
 
 /* Drop [offset, offset + len) from the cache in every state. */

@@ -9,9 +9,20 @@
  *   1. data a flush ticket waits for (oldest first; retried at once even
  *      on a node in error backoff, because somebody is waiting), then data
  *      a write-through ticket waits for;
- *   2. under pressure (idle dirty above target-dirty, a refused writer,
+ *   2. whole segments (cache-eager-writeback, on by default): segments
+ *      that writes left dirty from end to end, in the order they filled.
+ *      Nothing more can coalesce with one (a job never crosses a
+ *      segment), so sending it now costs no extra node request; the
+ *      writeback of a sequential writer then keeps pace with it, and the
+ *      guest's next flush finds at most the segment being written still
+ *      dirty instead of everything written since the last one
+ *      (docs/cache-design.md, "Whole segments").  A segment sent whole
+ *      less than max-dirty-age ago is not queued again: a guest rewriting
+ *      one region over and over keeps it in the cache, as before,
+ *      instead of sending every pass;
+ *   3. under pressure (idle dirty above target-dirty, a refused writer,
  *      memory over budget): the oldest data of any node not in backoff;
- *   3. data older than max-dirty-age.
+ *   4. data older than max-dirty-age.
  * The job is the seed plus the eligible dirty extents contiguous with it in
  * its segment, so adjacent dirty data goes out as one request that never
  * crosses a stripe unit.  Nodes at their job limit are skipped, so
@@ -119,6 +130,154 @@ static SCExtent *pick_for_tickets(SCCache *c)
                 return e;
             }
         }
+    }
+    return NULL;
+}
+
+/*
+ * Queued segments a planner pass looks at beyond the first whose node can
+ * take a job: the rest wait for a later pass, so a pass stays short while
+ * every node is at its job limit.
+ */
+#define SC_FULL_SCAN 16
+
+typedef struct SCRecent {
+    uint64_t seg;               /* first: the key, for g_int64_hash() */
+    int64_t sent_ns;
+} SCRecent;
+
+typedef struct SCRecentPrune {
+    int64_t now_ns;
+    int64_t window_ns;
+} SCRecentPrune;
+
+static gboolean recent_expired(gpointer key, gpointer value, gpointer opaque)
+{
+    const SCRecent *r = value;
+    const SCRecentPrune *p = opaque;
+
+    return p->now_ns - r->sent_ns >= p->window_ns;
+}
+
+static void recent_add(SCCache *c, uint64_t seg, int64_t now_ns)
+{
+    SCRecent *r;
+
+    if (!c->wb.recent) {
+        c->wb.recent = g_hash_table_new_full(g_int64_hash, g_int64_equal,
+                                             NULL, g_free);
+    }
+    if (g_hash_table_size(c->wb.recent) >= SC_RECENT_MAX) {
+        SCRecentPrune p = { now_ns, c->opts.max_dirty_age_ns };
+
+        g_hash_table_foreach_remove(c->wb.recent, recent_expired, &p);
+        if (g_hash_table_size(c->wb.recent) >= SC_RECENT_MAX) {
+            g_hash_table_remove_all(c->wb.recent);
+        }
+    }
+    r = g_new(SCRecent, 1);
+    r->seg = seg;
+    r->sent_ns = now_ns;
+    g_hash_table_replace(c->wb.recent, r, r);
+}
+
+static bool recently_sent(SCCache *c, uint64_t seg, int64_t now_ns)
+{
+    SCRecent *r = c->wb.recent ? g_hash_table_lookup(c->wb.recent, &seg)
+                               : NULL;
+
+    if (r && now_ns - r->sent_ns < (int64_t)c->opts.max_dirty_age_ns) {
+        return true;
+    }
+    if (r) {
+        g_hash_table_remove(c->wb.recent, &seg);
+    }
+    return false;
+}
+
+/* End of the segment at @seg, or of the disk if that is nearer. */
+static uint64_t seg_data_end(SCCache *c, uint64_t seg)
+{
+    return MIN(sc_seg_end(c, seg), c->geo.disk_size);
+}
+
+/* Whether [seg, its end) is covered by eligible dirty extents. */
+static bool segment_full(SCCache *c, uint64_t seg)
+{
+    uint64_t pos = seg, end = seg_data_end(c, seg);
+    SCExtent *e;
+
+    for (e = sc_ext_lookup(c, seg); e && e->start <= pos && sc_ext_eligible(e);
+         e = sc_ext_next(e)) {
+        pos = e->end;
+        if (pos >= end) {
+            return true;
+        }
+    }
+    return false;
+}
+
+void sc_wb_note_write(SCCache *c, uint64_t start, uint64_t end,
+                      int64_t now_ns)
+{
+    uint64_t seg;
+
+    if (!c->opts.eager_writeback) {
+        return;
+    }
+    for (seg = sc_seg_start(c, start); seg < end;
+         seg = sc_seg_end(c, seg)) {
+        if (segment_full(c, seg) && !recently_sent(c, seg, now_ns)) {
+            g_queue_push_tail(&c->wb.full, g_memdup2(&seg, sizeof(seg)));
+        }
+        if (sc_seg_end(c, seg) == UINT64_MAX) {
+            break;
+        }
+    }
+}
+
+void sc_wb_full_clear(SCCache *c)
+{
+    g_queue_clear_full(&c->wb.full, g_free);
+    if (c->wb.recent) {
+        g_hash_table_destroy(c->wb.recent);
+        c->wb.recent = NULL;
+    }
+}
+
+/*
+ * Policy 2: the first queued segment that is still whole and whose node
+ * can take a job; with @take, it leaves the queue.  Entries that are not
+ * whole any more (written back by another policy, partly rewritten while
+ * in flight, dropped) leave the queue here.
+ */
+static SCExtent *pick_full(SCCache *c, int64_t now_ns, bool take)
+{
+    GList *l = c->wb.full.head;
+    unsigned skipped = 0;
+
+    if (!c->opts.eager_writeback) {
+        /* turned off by a reopen: what was queued waits like the rest */
+        g_queue_clear_full(&c->wb.full, g_free);
+        return NULL;
+    }
+    while (l && skipped < SC_FULL_SCAN) {
+        GList *next = l->next;
+        uint64_t seg = *(uint64_t *)l->data;
+
+        if (!segment_full(c, seg)) {
+            g_free(l->data);
+            g_queue_delete_link(&c->wb.full, l);
+        } else if (node_may_start(c, sc_node_of(c, seg), true, now_ns)) {
+            if (take) {
+                g_free(l->data);
+                g_queue_delete_link(&c->wb.full, l);
+            }
+            return sc_ext_lookup(c, seg);
+        } else {
+            skipped++;
+        }
+        l = next;
     }
     return NULL;
 }
@@ -244,9 +403,12 @@ static SCWbJob *build_job(SCCache *c, SCExtent *seed)
 
 bool sc_writeback_next(SCCache *c, int64_t now_ns, SCJob *out)
 {
-    SCExtent *e = pick_for_tickets(c);
+    SCExtent *e = pick_for_tickets(c), *whole = NULL;
     SCWbJob *job;
 
+    if (!e) {
+        e = whole = pick_full(c, now_ns, true);
+    }
     if (!e) {
         e = oldest_eligible(c, true, under_pressure(c), now_ns);
     }
@@ -258,6 +420,12 @@ bool sc_writeback_next(SCCache *c, int64_t now_ns, SCJob *out)
     job = build_job(c, e);
     /* if refused, the staged write's publisher has us called again */
     sc_staged_planned(c, !job);
+    if (whole && !job) {
+        g_queue_push_head(&c->wb.full, g_memdup2(&whole->start,
+                                                 sizeof(whole->start)));
+    } else if (whole) {
+        recent_add(c, whole->start, now_ns);
+    }
     if (!job) {
         return false;
     }
@@ -376,7 +544,7 @@ int64_t sc_next_deadline(SCCache *c, int64_t now_ns)
         return INT64_MAX;
     }
     pressure = under_pressure(c);
-    if (pick_for_tickets(c)) {
+    if (pick_for_tickets(c) || pick_full(c, now_ns, false)) {
         return now_ns;
     }
     first = sc_ext_oldest_eligible(c);

@@ -16,6 +16,13 @@
 #ifndef SC_WRITEBACK_H
 #define SC_WRITEBACK_H
 
+/*
+ * Whole segments remembered as recently sent: past this many, those older
+ * than max-dirty-age are forgotten, and if that is not enough, all are
+ * (a writer faster than this many segments per max-dirty-age).
+ */
+#define SC_RECENT_MAX 4096
+
 typedef struct SCWbSched {
     bool pressure;              /* a writer was refused: write back now */
     double bw;                  /* writeback bytes per second (EWMA) */
@@ -24,6 +31,8 @@ typedef struct SCWbSched {
     uint64_t bw_bytes;
     uint64_t failures;          /* failed writeback jobs so far */
     int last_error;
+    GQueue full;                /* segments a write completed (uint64_t *) */
+    GHashTable *recent;         /* SCRecent: whole segments sent lately */
 } SCWbSched;
 
 /*
@@ -31,5 +40,17 @@ typedef struct SCWbSched {
  * dirty): the planner then writes back at once, not by age.
  */
 void sc_wb_set_pressure(SCCache *c, bool pressure);
+
+/*
+ * A write to [@start, @end) at @now_ns made new extents: each segment it
+ * touched that is now dirty from end to end is queued for writeback
+ * (policy 2 in sc-writeback.c), unless it was sent whole less than
+ * max-dirty-age ago.
+ */
+void sc_wb_note_write(SCCache *c, uint64_t start, uint64_t end,
+                      int64_t now_ns);
+
+/* Forget the queued and recently sent segments (sc_cache_free()). */
+void sc_wb_full_clear(SCCache *c);
 
 #endif /* SC_WRITEBACK_H */

@@ -39,6 +39,11 @@ typedef struct SCOptions {
     uint64_t target_dirty;        /* cache-target-dirty: writeback starts */
     uint64_t max_dirty_age_ns;    /* cache-max-dirty-age */
     bool writethrough_until_flush;
+    /*
+     * cache-eager-writeback: a segment that writes made wholly dirty goes
+     * to its node at once (sc-writeback.c, policy 2)
+     */
+    bool eager_writeback;
     uint32_t readahead_trigger_requests;
     uint64_t readahead_max_bytes;           /* 0 disables readahead */
     uint64_t readahead_disable_after_bytes; /* 0 means never disable */
@@ -431,8 +436,9 @@ SCStatus sc_block_status(SCCache *c, uint64_t offset, uint64_t len,
 
 /*
  * Next writeback job to issue now, or false.  Policy, in order: data that
- * a flush or write-through waits for; dirty data above target-dirty,
- * oldest first; data older than max-dirty-age.  Adjacent dirty data is
+ * a flush or write-through waits for; segments a write left wholly dirty,
+ * in the order they filled; dirty data above target-dirty, oldest first;
+ * data older than max-dirty-age.  Adjacent dirty data is
  * coalesced into one job aligned to and not crossing the stripe unit;
  * jobs per node are bounded by max_writeback_per_node; bytes of an
  * in-flight job are never in a second job.

@@ -118,6 +118,7 @@ static void fuzz_options(FuzzInput *in, SCOptions *o)
     o->max_dirty_age_ns = fuzz_value(in, o->max_dirty_age_ns);
     flip = fuzz_u8(in);
     o->writethrough_until_flush ^= flip & 1;
+    o->eager_writeback ^= (flip >> 1) & 1;
     o->readahead_trigger_requests =
         fuzz_value(in, o->readahead_trigger_requests);
     o->readahead_max_bytes = fuzz_value(in, o->readahead_max_bytes);

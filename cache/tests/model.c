@@ -218,6 +218,7 @@ void model_config_from_seed(uint64_t seed, ModelConfig *cfg)
     cfg->fetch_fail_permille = pick(&rs, fetch_fail,
                                     G_N_ELEMENTS(fetch_fail));
     cfg->check_interval = 1 + model_rand(&rs) % 16;
+    o->eager_writeback = model_rand(&rs) % 2;
 }
 
 char *model_format_config(const ModelConfig *cfg)
@@ -230,7 +231,7 @@ char *model_format_config(const ModelConfig *cfg)
                            " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64
                            " %d %" PRIu32 " %" PRIu64 " %" PRIu64
                            " %" PRIu32 " %" PRIu32 " %" PRIu32
-                           " %" PRIu64 " %" PRIu32,
+                           " %" PRIu64 " %" PRIu32 " %d",
                            cfg->disk_size, g->stripe_unit, g->align,
                            g->node_count, g->max_writeback_per_node,
                            g->max_fetch_per_node, o->size, o->max_dirty,
@@ -241,21 +242,21 @@ char *model_format_config(const ModelConfig *cfg)
                            o->readahead_disable_after_bytes,
                            cfg->wb_fail_permille, cfg->fetch_fail_permille,
                            cfg->check_interval, o->bypass_bytes,
-                           o->node_jobs);
+                           o->node_jobs, o->eager_writeback);
 }
 
 bool model_parse_config(const char *line, ModelConfig *cfg)
 {
     SCOptions *o = &cfg->opts;
     SCGeometry *g = &cfg->geo;
-    int wtuf;
+    int wtuf, eager;
 
     memset(cfg, 0, sizeof(*cfg));
     if (sscanf(line, "config %" SCNu64 " %" SCNu64 " %" SCNu32 " %" SCNu32
                " %" SCNu32 " %" SCNu32 " %" SCNu64 " %" SCNu64 " %" SCNu64
                " %" SCNu64 " %d %" SCNu32 " %" SCNu64 " %" SCNu64
                " %" SCNu32 " %" SCNu32 " %" SCNu32 " %" SCNu64
-               " %" SCNu32,
+               " %" SCNu32 " %d",
                &cfg->disk_size, &g->stripe_unit, &g->align, &g->node_count,
                &g->max_writeback_per_node, &g->max_fetch_per_node,
                &o->size, &o->max_dirty, &o->target_dirty,
@@ -263,10 +264,11 @@ bool model_parse_config(const char *line, ModelConfig *cfg)
                &o->readahead_max_bytes, &o->readahead_disable_after_bytes,
                &cfg->wb_fail_permille, &cfg->fetch_fail_permille,
                &cfg->check_interval, &o->bypass_bytes,
-               &o->node_jobs) != 19) {
+               &o->node_jobs, &eager) != 20) {
         return false;
     }
     o->writethrough_until_flush = wtuf;
+    o->eager_writeback = eager;
     g->disk_size = cfg->disk_size;
     return cfg->check_interval > 0;
 }
@@ -1412,6 +1414,7 @@ static bool do_reconf(Model *m, const ModelOp *op)
     o.target_dirty = op->c % (o.max_dirty + 1);
     o.readahead_max_bytes = MIN(o.readahead_max_bytes, o.size / 2);
     o.writethrough_until_flush = op->a & 16;
+    o.eager_writeback = op->a & 32;
     err = NULL;
     MCHECK(m, sc_cache_reconfigure(m->c, &o, &err), "valid "
            "reconfiguration refused: %s", err);

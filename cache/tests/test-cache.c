@@ -633,6 +633,139 @@ static void test_age_writeback(void)
     fix_end(&f);
 }
 
+/*
+ * A segment that writes leave dirty from end to end goes to its node at
+ * once, in whatever order it filled, with no pressure and long before
+ * max-dirty-age: nothing more could join its job.  A partly dirty one
+ * waits, and so does a whole segment rewritten while its job was in
+ * flight or within max-dirty-age of it (the flush or the age sends it):
+ * eager writeback follows writers that move on, not ones that stay.
+ */
+static void test_whole_segment(void)
+{
+    Fix f;
+    SCJob j, k;
+    uint64_t off;
+
+    fix_opts(&f);
+    f.o.max_dirty_age_ns = 100 * MS;
+    fix_start(&f);
+
+    for (off = 0; off < 60 * KiB; off += 4 * KiB) {
+        wr(&f, off, 4 * KiB, 1, 0, 0);
+        sc_assert(!(sc_writeback_next(f.c, 0, &j)));
+    }
+    sc_assert_cmpi(sc_next_deadline(f.c, 0), ==, 100 * MS);
+    wr(&f, 60 * KiB, 4 * KiB, 1, 0, 0);
+    sc_assert_cmpi(sc_next_deadline(f.c, 7), ==, 7);
+    sc_assert(sc_writeback_next(f.c, 0, &j));
+    sc_assert_cmpu(j.offset, ==, 0);
+    sc_assert_cmpu(j.len, ==, 64 * KiB);
+    sc_assert_cmpu(j.node, ==, 0);
+    sc_assert(!(sc_writeback_next(f.c, 0, &k)));
+    run_wb(&f, &j, 0, 0);
+    assert_bytes(f.node, 64 * KiB, 1);
+
+    /* backwards, on the other node */
+    for (off = 124 * KiB; off >= 64 * KiB; off -= 4 * KiB) {
+        sc_assert(!(sc_writeback_next(f.c, 0, &j)));
+        wr(&f, off, 4 * KiB, 2, 0, 0);
+    }
+    sc_assert(sc_writeback_next(f.c, 0, &j));
+    sc_assert_cmpu(j.offset, ==, 64 * KiB);
+    sc_assert_cmpu(j.len, ==, 64 * KiB);
+    sc_assert_cmpu(j.node, ==, 1);
+    run_wb(&f, &j, 0, 0);
+
+    /* a rewrite of part of a clean segment waits */
+    wr(&f, 0, 4 * KiB, 3, 0, 0);
+    sc_assert(!(sc_writeback_next(f.c, 0, &j)));
+
+    /* rewritten whole while its job is in flight: only the first goes */
+    wr(&f, 256 * KiB, 64 * KiB, 4, 0, 0);
+    sc_assert(sc_writeback_next(f.c, 0, &j));
+    sc_assert_cmpu(j.offset, ==, 256 * KiB);
+    wr(&f, 256 * KiB, 64 * KiB, 5, 0, 0);
+    sc_assert(!(sc_writeback_next(f.c, 0, &k)));
+    run_wb(&f, &j, 0, 0);
+    sc_assert(!(sc_writeback_next(f.c, 0, &k)));
+    assert_bytes(f.node + 256 * KiB, 64 * KiB, 4);
+
+    /* a queued segment dropped before its job leaves the queue */
+    wr(&f, 512 * KiB, 64 * KiB, 6, 0, 0);
+    sc_range_drop(f.c, 512 * KiB, 4 * KiB);
+    sc_assert(!(sc_writeback_next(f.c, 0, &j)));
+    sc_assert_cmpu(g_queue_get_length(&f.c->wb.full), ==, 0);
+
+    /* sent whole: rewritten whole within max-dirty-age, it stays */
+    wr(&f, 384 * KiB, 64 * KiB, 7, 0, 0);
+    wr(&f, 448 * KiB, 64 * KiB, 7, 0, 0);
+    sc_assert(sc_writeback_next(f.c, 0, &j));
+    sc_assert(sc_writeback_next(f.c, 0, &k));
+    sc_assert_cmpu(j.offset, ==, 384 * KiB);
+    sc_assert_cmpu(k.offset, ==, 448 * KiB);
+    run_wb(&f, &j, 0, 0);
+    run_wb(&f, &k, 0, 0);
+    wr(&f, 448 * KiB, 64 * KiB, 8, 0, 50 * MS);
+    sc_assert(!(sc_writeback_next(f.c, 50 * MS, &j)));
+    /* after it, it goes again, ahead of the data that aged meanwhile */
+    wr(&f, 384 * KiB, 64 * KiB, 9, 0, 120 * MS);
+    sc_assert(sc_writeback_next(f.c, 120 * MS, &j));
+    sc_assert_cmpu(j.offset, ==, 384 * KiB);
+    run_wb(&f, &j, 0, 120 * MS);
+
+    /* the age sends the rest */
+    sc_assert_cmpu(drain_wb(&f, 1000 * MS), ==, 4);
+    assert_bytes(f.node, 4 * KiB, 3);
+    assert_bytes(f.node + 256 * KiB, 64 * KiB, 5);
+    assert_bytes(f.node + 384 * KiB, 64 * KiB, 9);
+    assert_bytes(f.node + 448 * KiB, 64 * KiB, 8);
+    assert_bytes(f.node + 516 * KiB, 60 * KiB, 6);
+    fix_end(&f);
+}
+
+/*
+ * The memory of segments sent whole stays bounded however fast a writer
+ * moves: past SC_RECENT_MAX those older than max-dirty-age are forgotten,
+ * and if all are younger, all are.
+ */
+static void test_whole_segment_memory(void)
+{
+    Fix f;
+    SCJob j;
+    uint64_t i;
+
+    fix_opts(&f);
+    f.o.max_dirty_age_ns = 100 * MS;
+    f.g.stripe_unit = 4 * KiB;
+    f.g.disk_size = 32 * MiB;
+    fix_start(&f);
+    for (i = 0; i < 2 * SC_RECENT_MAX; i++) {
+        int64_t now = i < SC_RECENT_MAX / 2 ? 0 : 200 * MS;
+
+        wr(&f, i * 4 * KiB, 4 * KiB, 1, 0, now);
+        sc_assert(sc_writeback_next(f.c, now, &j));
+        sc_assert_cmpu(j.offset, ==, i * 4 * KiB);
+        run_wb(&f, &j, 0, now);
+        sc_assert_cmpu(g_hash_table_size(f.c->wb.recent), <=, SC_RECENT_MAX);
+        if (i == SC_RECENT_MAX) {
+            /* the first half (sent at 0) expired and was forgotten */
+            sc_assert_cmpu(g_hash_table_size(f.c->wb.recent), ==,
+                           SC_RECENT_MAX / 2 + 1);
+        }
+    }
+    /* all young at the next prune (at 6144): all were forgotten */
+    sc_assert_cmpu(g_hash_table_size(f.c->wb.recent), ==, SC_RECENT_MAX / 2);
+    wr(&f, 5000 * 4 * KiB, 4 * KiB, 2, 0, 250 * MS);
+    sc_assert(sc_writeback_next(f.c, 250 * MS, &j));
+    sc_assert_cmpu(j.offset, ==, 5000 * 4 * KiB);
+    run_wb(&f, &j, 0, 250 * MS);
+    /* one sent after it is remembered */
+    wr(&f, 7000 * 4 * KiB, 4 * KiB, 2, 0, 250 * MS);
+    sc_assert(!(sc_writeback_next(f.c, 250 * MS, &j)));
+    fix_end(&f);
+}
+
 static void test_writethrough_until_flush(void)
 {
     Fix f;
@@ -1449,6 +1582,9 @@ int main(int argc, char **argv)
     g_test_add_func("/cache/writeback/overwrite",
                     test_overwrite_under_writeback);
     g_test_add_func("/cache/writeback/age", test_age_writeback);
+    g_test_add_func("/cache/writeback/whole-segment", test_whole_segment);
+    g_test_add_func("/cache/writeback/whole-segment-memory",
+                    test_whole_segment_memory);
     g_test_add_func("/cache/flush/not-starved", test_flush_not_starved);
     g_test_add_func("/cache/flush/clean", test_flush_clean);
     g_test_add_func("/cache/errors/to-flush", test_writeback_error_to_flush);

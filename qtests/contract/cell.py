@@ -28,12 +28,15 @@ UNIT = '64k'
 BASE = ((0, 2 * MiB), (4 * MiB, 1 * MiB), (12 * MiB, 1 * MiB))
 
 # The cache of every cell: dirty data stays until written back by pressure
-# or a flush, readahead starts after three sequential reads.
+# or a flush (not when writes make a whole stripe unit dirty: the cells
+# put whole units into every state), readahead starts after three
+# sequential reads.
 CACHE_OPTS = {
     'cache-size': 2 * MiB,
     'cache-max-dirty': 1 * MiB,
     'cache-target-dirty': 512 * KiB,
     'cache-max-dirty-age': 3600,
+    'cache-eager-writeback': False,
     'cache-writethrough-until-flush': False,
     'readahead-trigger-requests': 3,
     'readahead-max-bytes': 1 * MiB,
