@@ -48,8 +48,8 @@ EXTRA_OPTS=()
 # each has a --NAME VALUE flag that adds NAME=VALUE to the -drive line.
 STRIPE_OPTS=(cache-size cache-max-dirty cache-target-dirty
              cache-max-dirty-age cache-writethrough-until-flush
-             readahead-trigger-requests readahead-max-bytes
-             readahead-disable-after-bytes)
+             cache-eager-writeback readahead-trigger-requests
+             readahead-max-bytes readahead-disable-after-bytes)
 
 usage() {
     cat <<EOF
