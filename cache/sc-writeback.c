@@ -217,6 +217,24 @@ static bool segment_full(SCCache *c, uint64_t seg)
     return false;
 }
 
+/* The queue of whole segments owns a copy of each segment's start. */
+static void full_push(SCCache *c, uint64_t seg, bool head)
+{
+    uint64_t *entry = g_memdup2(&seg, sizeof(seg));
+
+    if (head) {
+        g_queue_push_head(&c->wb.full, entry);
+    } else {
+        g_queue_push_tail(&c->wb.full, entry);
+    }
+}
+
+static void full_unlink(SCCache *c, GList *l)
+{
+    g_free(l->data);
+    g_queue_delete_link(&c->wb.full, l);
+}
+
 void sc_wb_note_write(SCCache *c, uint64_t start, uint64_t end,
                       int64_t now_ns)
 {
@@ -228,7 +246,7 @@ void sc_wb_note_write(SCCache *c, uint64_t start, uint64_t end,
     for (seg = sc_seg_start(c, start); seg < end;
          seg = sc_seg_end(c, seg)) {
         if (segment_full(c, seg) && !recently_sent(c, seg, now_ns)) {
-            g_queue_push_tail(&c->wb.full, g_memdup2(&seg, sizeof(seg)));
+            full_push(c, seg, false);
         }
         if (sc_seg_end(c, seg) == UINT64_MAX) {
             break;
@@ -266,12 +284,10 @@ static SCExtent *pick_full(SCCache *c, int64_t now_ns, bool take)
         uint64_t seg = *(uint64_t *)l->data;
 
         if (!segment_full(c, seg)) {
-            g_free(l->data);
-            g_queue_delete_link(&c->wb.full, l);
+            full_unlink(c, l);
         } else if (node_may_start(c, sc_node_of(c, seg), true, now_ns)) {
             if (take) {
-                g_free(l->data);
-                g_queue_delete_link(&c->wb.full, l);
+                full_unlink(c, l);
             }
             return sc_ext_lookup(c, seg);
         } else {
@@ -421,8 +437,7 @@ bool sc_writeback_next(SCCache *c, int64_t now_ns, SCJob *out)
     /* if refused, the staged write's publisher has us called again */
     sc_staged_planned(c, !job);
     if (whole && !job) {
-        g_queue_push_head(&c->wb.full, g_memdup2(&whole->start,
-                                                 sizeof(whole->start)));
+        full_push(c, whole->start, true);     /* first again next time */
     } else if (whole) {
         recent_add(c, whole->start, now_ns);
     }
