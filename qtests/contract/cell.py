@@ -29,8 +29,8 @@ BASE = ((0, 2 * MiB), (4 * MiB, 1 * MiB), (12 * MiB, 1 * MiB))
 
 # The cache of every cell: dirty data stays until written back by pressure
 # or a flush (not when writes make a whole stripe unit dirty: the cells
-# put whole units into every state), readahead starts after three
-# sequential reads.
+# put whole units into every state; the whole-units state switches that
+# on), readahead starts after three sequential reads.
 CACHE_OPTS = {
     'cache-size': 2 * MiB,
     'cache-max-dirty': 1 * MiB,
@@ -43,7 +43,10 @@ CACHE_OPTS = {
 }
 
 STATES = ('dirty', 'writeback', 'fetching', 'prefetched', 'evicted',
-          'zeroing')
+          'zeroing', 'whole-units')
+
+# What a state changes in CACHE_OPTS.
+STATE_OPTS = {'whole-units': {'cache-eager-writeback': True}}
 
 # Base data carries write ids from here on; the guest's start at 1.
 BASE_ID = 1 << 40
@@ -83,11 +86,12 @@ def fill_base(nodes, ref, workdir):
                                                nodes.filename()])
 
 
-def qcow2_over_stripe(nodes, ref, workdir):
+def qcow2_over_stripe(nodes, ref, workdir, cache_opts=None):
     """A qcow2 overlay inside the striped disk (qemu-img create -o
     existing=on) over a raw base file: [0, 2M) of the base data in the
     base file, the rest written into the overlay, so that reads of it go
-    to the stripe.  Returns the blockdevs and the base file."""
+    to the stripe; @cache_opts change CACHE_OPTS for the disk.  Returns
+    the blockdevs and the base file."""
     base = os.path.join(workdir, 'base.raw')
     off, length = BASE[0]
     data = make_data(off, length, BASE_ID)
@@ -98,7 +102,7 @@ def qcow2_over_stripe(nodes, ref, workdir):
     ref.store(off, data)
     run([paths.QEMU_IMG, 'create', '-q', '-f', 'qcow2', '-o', 'existing=on',
          '-b', base, '-F', 'raw', nodes.filename()])
-    disk = nodes.stripe_json(**CACHE_OPTS)
+    disk = nodes.stripe_json(**dict(CACHE_OPTS, **(cache_opts or {})))
     top = {'driver': 'qcow2', 'node-name': 'top', 'file': 'disk',
            'backing': {'driver': 'raw', 'node-name': 'base',
                        'file': {'driver': 'file', 'filename': base}}}
@@ -146,8 +150,11 @@ class Cell:
 
     def enter(self, state):
         """Put the cache into @state; raise CellError if it did not get
-        there (the cell would test nothing)."""
-        getattr(self, 'enter_' + state)()
+        there (the cell would test nothing).  The cell must have been
+        made with STATE_OPTS[state]."""
+        for opt, value in STATE_OPTS.get(state, {}).items():
+            assert self.opts[opt] == value, 'cell made without ' + opt
+        getattr(self, 'enter_' + state.replace('-', '_'))()
 
     def require(self, cond, what):
         if not cond:
@@ -225,6 +232,32 @@ class Cell:
         self.require(not req['done'] or self.cold != BASE,
                      'write-zeroes in flight')
         self.vm.throttle()
+
+    def enter_whole_units(self):
+        """The eager writeback's states: writes that make a stripe unit
+        whole send it to the nodes at once, with no flush.  A unit sent
+        and written back, then rewritten whole (kept dirty: a unit
+        rewritten within the dirty age stays in the cache); units sent to
+        slow nodes (in flight), one of them over base data, and part of
+        one written again over its writeback."""
+        slow = ((6 * MiB, 192 * KiB), (self.cold[0][0] + 384 * KiB, 64 * KiB))
+        self.guest.write(2 * MiB, 64 * KiB, chunk=16 * KiB)
+        # (qcow2 inside the stripe allocates a cluster with one write of
+        # all of it, which sends the unit; the rest of it is rewritten)
+        sent = ('dirty-bytes', 'writeback-inflight-bytes')[
+            self.cold != BASE:]
+        self.require(wait_for(lambda: not any(
+            self.stats().get(k, 1) for k in sent), 5),
+            'a whole unit written back with no flush')
+        self.guest.write(2 * MiB, 64 * KiB, chunk=16 * KiB)
+        self.vm.throttle(**{'bps-write': 512 * KiB})
+        for (off, length), chunk in zip(slow, (16 * KiB, 32 * KiB)):
+            self.guest.write(off, length, chunk=chunk)
+        self.guest.write(6 * MiB + 80 * KiB, 16 * KiB)
+        st = self.stats()
+        self.require(st.get('writeback-inflight-bytes', 0) > 0 and
+                     st.get('dirty-bytes', 0) >= 80 * KiB,
+                     'whole units in flight, a rewritten unit dirty')
 
     def leave(self):
         """Lift the throttles and let the guest's requests finish; the
