@@ -26,6 +26,11 @@
  * (StripeNodeEdge): each request keeps the edge it began on, and counts
  * as outstanding there, so the node put in its place owes nothing.
  *
+ * Block status queries of a replicated image are given up on the same
+ * way (stripe_co_replica_block_status()): consumers that read the disk
+ * ask before they read, and must not wait longer for the answer than
+ * for the data.
+ *
  * The copies of one write are one group: one buffer holds their data,
  * and one timer bounds them all, so that a second copy costs little
  * more than its own node request (bench/replica-bench --only quorum
@@ -71,6 +76,7 @@ struct StripeNodeGroup {
     size_t qiov_offset;
     QEMUIOVector own;
     void *buf;                  /* node-timeout: the data's copy, after it */
+    StripeNodeStatus status;    /* a block status query's answer */
     QemuCoSleep sleep;          /* the caller, waiting */
     uint32_t pending;           /* members still running */
     bool given_up;
@@ -153,9 +159,15 @@ static void coroutine_fn stripe_group_member_entry(void *opaque)
 
     if (stripe_group_member_may_send(m)) {
         stripe_group_member_rdlock(m);
-        m->ret = stripe_co_edge_request(g->bs, m->node, m->edge, g->op,
-                                        m->node_offset, g->bytes, g->qiov,
-                                        g->qiov_offset, g->flags);
+        if (g->op == STRIPE_OP_BLOCK_STATUS) {
+            m->ret = stripe_co_edge_block_status(g->bs, m->node, m->edge,
+                                                 m->node_offset, g->bytes,
+                                                 &g->status);
+        } else {
+            m->ret = stripe_co_edge_request(g->bs, m->node, m->edge, g->op,
+                                            m->node_offset, g->bytes, g->qiov,
+                                            g->qiov_offset, g->flags);
+        }
         stripe_group_member_rdunlock(m);
     } else {
         m->ret = -ETIMEDOUT;
@@ -213,6 +225,53 @@ static StripeNodeGroup *stripe_node_group_new(BDRVStripeState *s,
 }
 
 /*
+ * Run the members of @g and wait for them, at most @timeout_ns if that is
+ * not 0; each member's result is in @rets[i], -ETIMEDOUT for those given
+ * up on.  Returns whether every member answered: else @g belongs to
+ * them, and its last one frees it.
+ */
+static bool coroutine_fn GRAPH_RDLOCK
+stripe_co_group_run(BlockDriverState *bs, StripeNodeGroup *g,
+                    int64_t timeout_ns, int *rets)
+{
+    BDRVStripeState *s = bs->opaque;
+    uint32_t i;
+
+    /* set before any member can end: one may end before it yields */
+    g->pending = g->count;
+    for (i = 0; i < g->count; i++) {
+        qemu_coroutine_enter(qemu_coroutine_create(stripe_group_member_entry,
+                                                   &g->members[i]));
+    }
+    if (g->pending && timeout_ns) {
+        qemu_co_sleep_ns_wakeable(&g->sleep, QEMU_CLOCK_REALTIME,
+                                  timeout_ns);
+    } else if (g->pending) {
+        qemu_co_sleep(&g->sleep);
+    }
+
+    for (i = 0; i < g->count; i++) {
+        StripeGroupMember *m = &g->members[i];
+
+        if (m->done) {
+            rets[i] = m->ret;
+            continue;
+        }
+        qatomic_inc(&s->health[m->node].timeouts);
+        qatomic_inc(&m->edge->outstanding);
+        trace_stripe_node_timeout(bs, m->node, g->op, m->node_offset,
+                                  g->bytes);
+        rets[i] = -ETIMEDOUT;
+    }
+    if (g->pending) {
+        g->given_up = true;     /* its last member frees it */
+        stripe_group_release_graph(g);
+        return false;
+    }
+    return true;
+}
+
+/*
  * @op on @count nodes of a replicated image at once (a read on one only):
  * on @nodes[i] at @node_offsets[i], all with the same length, flags and
  * data.  Counted, and given up on after node-timeout when that is set;
@@ -231,7 +290,8 @@ stripe_co_node_requests_timed(BlockDriverState *bs, uint32_t count,
     StripeNodeGroup *g;
     uint32_t i;
 
-    assert(count && (op != STRIPE_OP_READ || count == 1));
+    assert(count && (op != STRIPE_OP_READ || count == 1) &&
+           op != STRIPE_OP_BLOCK_STATUS);
     if (count == 1 && !timeout_ns) {
         StripeNodeEdge *edge = qatomic_read(&s->edges[nodes[0]]);
 
@@ -267,40 +327,44 @@ stripe_co_node_requests_timed(BlockDriverState *bs, uint32_t count,
         g->qiov_offset = 0;
     }
 
-    /* set before any member can end: one may end before it yields */
-    g->pending = count;
-    for (i = 0; i < count; i++) {
-        qemu_coroutine_enter(qemu_coroutine_create(stripe_group_member_entry,
-                                                   &g->members[i]));
-    }
-    if (g->pending && timeout_ns) {
-        qemu_co_sleep_ns_wakeable(&g->sleep, QEMU_CLOCK_REALTIME,
-                                  timeout_ns);
-    } else if (g->pending) {
-        qemu_co_sleep(&g->sleep);
-    }
-
-    for (i = 0; i < count; i++) {
-        StripeGroupMember *m = &g->members[i];
-
-        if (m->done) {
-            rets[i] = m->ret;
-            continue;
-        }
-        qatomic_inc(&s->health[m->node].timeouts);
-        qatomic_inc(&m->edge->outstanding);
-        trace_stripe_node_timeout(bs, m->node, op, m->node_offset, bytes);
-        rets[i] = -ETIMEDOUT;
-    }
-    if (g->pending) {
-        g->given_up = true;     /* its last member frees it */
-        stripe_group_release_graph(g);
+    if (!stripe_co_group_run(bs, g, timeout_ns, rets)) {
         return;
     }
     if (op == STRIPE_OP_READ && g->buf && rets[0] >= 0) {
         qemu_iovec_from_buf(qiov, qiov_offset, g->buf, bytes);
     }
     g_free(g);
+}
+
+/*
+ * Block status of [@node_offset, +@bytes) on node index @node, asked like
+ * a request: counted, and given up on after node-timeout when that is
+ * set.  Returns the node's status bits (stripe_co_edge_block_status())
+ * with its answer in @status, or an error: -ETIMEDOUT when given up on.
+ */
+int coroutine_fn GRAPH_RDLOCK
+stripe_co_node_status_timed(BlockDriverState *bs, uint32_t node,
+                            int64_t node_offset, int64_t bytes,
+                            StripeNodeStatus *status)
+{
+    BDRVStripeState *s = bs->opaque;
+    StripeNodeGroup *g;
+    int ret;
+
+    g = stripe_node_group_new(s, 1, &node, &node_offset, bytes, false);
+    if (!g) {
+        return -ENOMEM;
+    }
+    g->bs = bs;
+    g->op = STRIPE_OP_BLOCK_STATUS;
+    g->bytes = bytes;
+    if (!stripe_co_group_run(bs, g, qatomic_read(&s->node_timeout_ns),
+                             &ret)) {
+        return ret;
+    }
+    *status = g->status;
+    g_free(g);
+    return ret;
 }
 
 /*

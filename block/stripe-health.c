@@ -51,6 +51,33 @@ stripe_co_edge_request(BlockDriverState *bs, uint32_t node,
     return ret;
 }
 
+/*
+ * A block status query to node index @node over @edge, counted like a
+ * request.  Only what the node itself knows of its data is kept: its
+ * end of file is not the disk's, and nothing is asked of the node's own
+ * file later (no BDRV_BLOCK_RECURSE), so that one query is all a caller
+ * waits for.
+ */
+int coroutine_fn GRAPH_RDLOCK
+stripe_co_edge_block_status(BlockDriverState *bs, uint32_t node,
+                            StripeNodeEdge *edge, int64_t node_offset,
+                            int64_t bytes, StripeNodeStatus *status)
+{
+    BDRVStripeState *s = bs->opaque;
+    int ret;
+
+    qatomic_inc(&edge->in_flight);
+    ret = bdrv_co_block_status(edge->child->bs, node_offset, bytes,
+                               &status->pnum, &status->map, &status->file);
+    qatomic_dec(&edge->in_flight);
+    if (ret < 0) {
+        qatomic_inc(&s->health[node].errors);
+        return ret;
+    }
+    return ret & (BDRV_BLOCK_DATA | BDRV_BLOCK_ZERO | BDRV_BLOCK_ALLOCATED |
+                  BDRV_BLOCK_OFFSET_VALID);
+}
+
 /* Node @node is marked failed, for @why ("(the error)" or what it failed). */
 static void stripe_report_failed(BDRVStripeState *s, uint32_t node,
                                  const char *why)

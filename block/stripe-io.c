@@ -79,6 +79,8 @@ stripe_node_request(BdrvChild *child, StripeOp op, int64_t node_offset,
         return bdrv_co_pdiscard(child, node_offset, bytes);
     case STRIPE_OP_FLUSH:
         return bdrv_co_flush(child->bs);
+    case STRIPE_OP_BLOCK_STATUS:
+        break;
     }
     g_assert_not_reached();
 }

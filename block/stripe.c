@@ -451,6 +451,54 @@ static int coroutine_fn GRAPH_RDLOCK stripe_co_flush(BlockDriverState *bs)
     return stripe_co_flush_nodes(bs);
 }
 
+/*
+ * Block status of a replicated image with a node-timeout, from the node
+ * reads use.  The generic code would ask the node with no deadline, and
+ * consumers that read the disk (an NBD export, a mirror, qemu-img
+ * convert) ask before they read: a hung node would hold them, where its
+ * reads give up after node-timeout.  So the node is asked here like a
+ * read: a node that owes answers is not asked, and one that fails or does
+ * not answer in time is marked failed, as a read would mark it, and the
+ * next copy's node is asked.  Where no node answers, the run is data
+ * (always a safe answer).
+ */
+static int coroutine_fn GRAPH_RDLOCK
+stripe_co_replica_block_status(BlockDriverState *bs, int64_t offset,
+                               int64_t bytes, int64_t *pnum, int64_t *map,
+                               BlockDriverState **file)
+{
+    BDRVStripeState *s = bs->opaque;
+    uint32_t align = bs->bl.request_alignment;
+    uint64_t node_offset;
+    StripeNodeStatus st;
+    uint32_t node, tries;
+    int ret;
+
+    for (tries = 0; tries < s->geo.copies; tries++) {
+        bytes = MIN(bytes, stripe_map_read(s, offset, &node, &node_offset));
+        if (stripe_node_outstanding(s, node)) {
+            break;
+        }
+        ret = stripe_co_node_status_timed(bs, node, node_offset, bytes, &st);
+        if (ret >= 0) {
+            /* whole alignment blocks of the disk, or data */
+            *pnum = QEMU_ALIGN_DOWN(st.pnum, align);
+            if (!*pnum) {
+                break;
+            }
+            *map = st.map;
+            *file = st.file;
+            return ret;
+        }
+        trace_stripe_block_status_failed(bs, node, ret);
+        if (ret == -ENOMEM || stripe_co_mark_failed(bs, node, ret) < 0) {
+            break;
+        }
+    }
+    *pnum = bytes;
+    return BDRV_BLOCK_DATA;
+}
+
 static int coroutine_fn GRAPH_RDLOCK
 stripe_co_block_status(BlockDriverState *bs, bool want_zero, int64_t offset,
                        int64_t bytes, int64_t *pnum, int64_t *map,
@@ -487,13 +535,19 @@ stripe_co_block_status(BlockDriverState *bs, bool want_zero, int64_t offset,
         bytes = run;
     }
 
+    if (s->geo.copies > 1 && qatomic_read(&s->node_timeout_ns)) {
+        return stripe_co_replica_block_status(bs, offset, bytes, pnum, map,
+                                              file);
+    }
+
     /*
-     * Report the mapping on the node reads use (with copies, not a failed
-     * one); the generic code asks the node.  With one
-     * node the whole disk is one run on it: consumers that read what one
-     * answer covers (an NBD export's sparse reads) then read it at once.
-     * With several nodes each answer is one unit, so that qemu-img map
-     * and others get a mapping (docs/cache-design.md, section 12).
+     * Report the mapping on the node reads use (with copies and
+     * node-timeout=0, not a failed one); the generic code asks the node.
+     * With one node the whole disk is one run on it: consumers that read
+     * what one answer covers (an NBD export's sparse reads) then read it
+     * at once.  With several nodes each answer is one unit, so that
+     * qemu-img map and others get a mapping (docs/cache-design.md,
+     * section 12).
      */
     in_unit = stripe_map_read(s, offset, &node, &node_offset);
     *pnum = s->node_count == 1 ? bytes : MIN(bytes, in_unit);

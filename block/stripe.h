@@ -448,7 +448,15 @@ typedef enum StripeOp {
     STRIPE_OP_ZEROES,
     STRIPE_OP_DISCARD,
     STRIPE_OP_FLUSH,            /* a whole node: stripe_node_request() only */
+    STRIPE_OP_BLOCK_STATUS,     /* stripe_co_node_status_timed() only */
 } StripeOp;
+
+/* A node's answer to a block status query. */
+typedef struct StripeNodeStatus {
+    int64_t pnum;
+    int64_t map;
+    BlockDriverState *file;
+} StripeNodeStatus;
 
 int coroutine_fn GRAPH_RDLOCK
 stripe_node_request(BdrvChild *child, StripeOp op, int64_t node_offset,
@@ -559,6 +567,10 @@ stripe_co_edge_request(BlockDriverState *bs, uint32_t node,
                        int64_t node_offset, int64_t bytes,
                        QEMUIOVector *qiov, size_t qiov_offset,
                        BdrvRequestFlags flags);
+int coroutine_fn GRAPH_RDLOCK
+stripe_co_edge_block_status(BlockDriverState *bs, uint32_t node,
+                            StripeNodeEdge *edge, int64_t node_offset,
+                            int64_t bytes, StripeNodeStatus *status);
 
 /* stripe-bitmap.c */
 int GRAPH_RDLOCK stripe_bitmap_open(BlockDriverState *bs, Error **errp);
@@ -646,6 +658,10 @@ stripe_co_node_request_timed(BlockDriverState *bs, uint32_t node,
                              StripeOp op, int64_t node_offset, int64_t bytes,
                              QEMUIOVector *qiov, size_t qiov_offset,
                              BdrvRequestFlags flags);
+int coroutine_fn GRAPH_RDLOCK
+stripe_co_node_status_timed(BlockDriverState *bs, uint32_t node,
+                            int64_t node_offset, int64_t bytes,
+                            StripeNodeStatus *status);
 void stripe_wait_outstanding(BlockDriverState *bs);
 uint64_t stripe_node_outstanding(BDRVStripeState *s, uint32_t node);
 
