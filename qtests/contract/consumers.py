@@ -308,6 +308,34 @@ def stop_cont(cell):
     return problems
 
 
+# Where resize cuts the disk: inside the units the writeback and
+# whole-units states write around 6 MiB, and before the data the
+# prefetched state reads ahead at 12 MiB.
+CUT = 6 * MiB + 96 * KiB
+
+
+def resize(cell):
+    """block_resize shrinks the disk under the cache's data and grows it
+    back: what was cut off reads as zeroes (dirty data, writeback in
+    flight and data read ahead there included), the rest as the guest
+    wrote it, through the export and on the nodes.  (An NBD export does
+    not share the resize permission: it goes away meanwhile.)"""
+    problems = cell.leave()
+    cell.guest.close()
+    cell.guest = None
+    cell.vm.unexport('disk')
+    for size in (CUT, DISK):
+        cell.vm.cmd('block_resize', **{'node-name': 'disk'}, size=size,
+                    timeout=120)
+    cell.ref.zero(CUT, DISK - CUT)
+    cell.guest = Guest(cell.vm.export('disk'), cell.ref, 1 << 20)
+    note(problems, 'grown back', cell.guest.check())
+    cell.guest.write(12 * MiB, 128 * KiB)
+    note(problems, 'after a write past the cut', cell.guest.check())
+    cell.after_close = lambda: node_image_ok(cell.nodes, cell.ref)
+    return problems
+
+
 def migration(cell):
     """Migration to a second QEMU on the same nodes: the source writes its
     cache back when it hands the nodes over, the destination starts from
@@ -374,6 +402,7 @@ CONSUMERS = {
     'stop-cont': stop_cont,
     'migration': migration,
     'commit': commit,
+    'resize': resize,
 }
 
 # Consumers whose disk is a qcow2 inside the stripe (cell.qcow2_over_stripe)
