@@ -188,16 +188,18 @@ static void coroutine_fn stripe_group_member_entry(void *opaque)
 }
 
 /*
- * A group for @count requests; with @own_buffer (node-timeout, a read or
- * a write), followed by a buffer for their data aligned for each node:
- * one allocation per group, a fraction of a small write's cost.
+ * A group for @count requests of @op on @bs; with @own_buffer
+ * (node-timeout, a read or a write), followed by a buffer for their data
+ * aligned for each node: one allocation per group, a fraction of a small
+ * write's cost.
  */
-static StripeNodeGroup *stripe_node_group_new(BDRVStripeState *s,
-                                              uint32_t count,
+static StripeNodeGroup *stripe_node_group_new(BlockDriverState *bs,
+                                              StripeOp op, uint32_t count,
                                               const uint32_t *nodes,
                                               const int64_t *node_offsets,
                                               int64_t bytes, bool own_buffer)
 {
+    BDRVStripeState *s = bs->opaque;
     size_t size = sizeof(StripeNodeGroup) + count * sizeof(StripeGroupMember);
     size_t align = 1;
     StripeNodeGroup *g;
@@ -211,6 +213,9 @@ static StripeNodeGroup *stripe_node_group_new(BDRVStripeState *s,
         return NULL;
     }
     memset(g, 0, size);
+    g->bs = bs;
+    g->op = op;
+    g->bytes = bytes;
     g->count = count;
     for (i = 0; i < count; i++) {
         g->members[i].group = g;
@@ -303,7 +308,7 @@ stripe_co_node_requests_timed(BlockDriverState *bs, uint32_t count,
         }
     }
 
-    g = stripe_node_group_new(s, count, nodes, node_offsets, bytes,
+    g = stripe_node_group_new(bs, op, count, nodes, node_offsets, bytes,
                               timeout_ns && (op == STRIPE_OP_READ ||
                                              op == STRIPE_OP_WRITE));
     if (!g) {
@@ -312,9 +317,6 @@ stripe_co_node_requests_timed(BlockDriverState *bs, uint32_t count,
         }
         return;
     }
-    g->bs = bs;
-    g->op = op;
-    g->bytes = bytes;
     g->flags = flags;
     g->qiov = qiov;
     g->qiov_offset = qiov_offset;
@@ -351,13 +353,11 @@ stripe_co_node_status_timed(BlockDriverState *bs, uint32_t node,
     StripeNodeGroup *g;
     int ret;
 
-    g = stripe_node_group_new(s, 1, &node, &node_offset, bytes, false);
+    g = stripe_node_group_new(bs, STRIPE_OP_BLOCK_STATUS, 1, &node,
+                              &node_offset, bytes, false);
     if (!g) {
         return -ENOMEM;
     }
-    g->bs = bs;
-    g->op = STRIPE_OP_BLOCK_STATUS;
-    g->bytes = bytes;
     if (!stripe_co_group_run(bs, g, qatomic_read(&s->node_timeout_ns),
                              &ret)) {
         return ret;
